@@ -1,0 +1,409 @@
+//! The trajectory record: one JSON object per line in every HAT stream (DESIGN §3).
+//!
+//! Ground truth (`task.expected`) is stated in *canonical* ids; `harness.names` maps each canonical id to the
+//! surface name the model saw under this harness variant. Scorers and rewriters go through that map, which is
+//! what makes harness augmentation task-preserving by construction.
+//!
+//! Every struct keeps the fields it does not know in `extra` (`#[serde(flatten)]`), so a record written by a
+//! newer tool, or annotated by a user, passes through any stage without losing a field.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Fields a struct does not model, kept verbatim for the round trip.
+pub type Extra = Map<String, Value>;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trajectory {
+    /// Stable id; derived records add a suffix (`"abc#hsa3"`).
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<HarnessRef>,
+    /// OpenAI function tools exactly as shown to the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Tool>,
+    #[serde(default)]
+    pub messages: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Scores::is_empty")]
+    pub scores: Scores,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub meta: Extra,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The eight intents of the live-room traffic mix (DESIGN §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Intent {
+    ProductQa,
+    Chat,
+    Clarify,
+    AfterSales,
+    Promotion,
+    PresentationOrder,
+    Faq,
+    SilentRefusal,
+}
+
+impl Intent {
+    pub const ALL: [Intent; 8] = [
+        Intent::ProductQa,
+        Intent::Chat,
+        Intent::Clarify,
+        Intent::AfterSales,
+        Intent::Promotion,
+        Intent::PresentationOrder,
+        Intent::Faq,
+        Intent::SilentRefusal,
+    ];
+
+    /// The snake_case name used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Intent::ProductQa => "product_qa",
+            Intent::Chat => "chat",
+            Intent::Clarify => "clarify",
+            Intent::AfterSales => "after_sales",
+            Intent::Promotion => "promotion",
+            Intent::PresentationOrder => "presentation_order",
+            Intent::Faq => "faq",
+            Intent::SilentRefusal => "silent_refusal",
+        }
+    }
+}
+
+impl std::fmt::Display for Intent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub intent: Intent,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub room: Value,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub viewer: Value,
+    /// Ground truth in canonical ids; absent for real logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Expected>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// What a correct episode does, in canonical ids.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Expected {
+    /// The skill that applies (canonical skill id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill: Option<String>,
+    /// Tools that must be called, with the key arguments that must match (canonical argument names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ExpectedCall>,
+    /// Facts the reply must state (e.g. a price `"¥199"`, a stock count).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<String>,
+    /// Strings the reply must not contain.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbidden: Vec<String>,
+    /// True when the right behaviour is to stay silent (no reply).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub silent: bool,
+    /// True when the right reply is a clarifying question (the request is ambiguous): it asks, and calls
+    /// no data tool. Added for the simulator (`sim::success`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clarify: bool,
+    /// What the viewer actually wants, as the simulator generated it (`sim::tasks::Ask`: aspect, product,
+    /// SKU, region, order…). A scripted teacher reads it instead of parsing free text; models never see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExpectedCall {
+    /// Canonical tool id.
+    pub tool: String,
+    /// Key arguments by canonical name; only these are checked.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub args: Extra,
+}
+
+/// Which harness (and which variant of it) an episode ran under.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HarnessRef {
+    pub name: String,
+    #[serde(default)]
+    pub version: String,
+    /// `"sha256:<hex>"` of the harness directory content.
+    #[serde(default)]
+    pub hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<Variant>,
+    #[serde(default, skip_serializing_if = "Names::is_empty")]
+    pub names: Names,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    pub seed: u64,
+    /// The augmentation ops applied, in order, each a JSON object naming the op and its parameters.
+    #[serde(default)]
+    pub ops: Vec<Value>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Canonical id → surface name, per kind. A missing entry means the surface name is the canonical id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Names {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skills: BTreeMap<String, String>,
+}
+
+impl Names {
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty() && self.skills.is_empty()
+    }
+
+    /// The surface name of a canonical tool id.
+    pub fn tool_surface<'a>(&'a self, canonical: &'a str) -> &'a str {
+        self.tools.get(canonical).map_or(canonical, String::as_str)
+    }
+
+    /// The surface name of a canonical skill id.
+    pub fn skill_surface<'a>(&'a self, canonical: &'a str) -> &'a str {
+        self.skills.get(canonical).map_or(canonical, String::as_str)
+    }
+
+    /// The canonical id behind a surface tool name, if the name belongs to this harness's map.
+    pub fn tool_canonical<'a>(&'a self, surface: &'a str) -> Option<&'a str> {
+        canonical_of(&self.tools, surface)
+    }
+
+    /// The canonical id behind a surface skill name.
+    pub fn skill_canonical<'a>(&'a self, surface: &'a str) -> Option<&'a str> {
+        canonical_of(&self.skills, surface)
+    }
+}
+
+fn canonical_of<'a>(map: &'a BTreeMap<String, String>, surface: &'a str) -> Option<&'a str> {
+    match map.iter().find(|(_, s)| s.as_str() == surface) {
+        Some((canonical, _)) => Some(canonical),
+        // Unmapped names are their own canonical id, unless another id was renamed *to* nothing else.
+        None if !map.contains_key(surface) => Some(surface),
+        None => None,
+    }
+}
+
+/// An OpenAI function tool: `{"type": "function", "function": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    pub function: FunctionDef,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+fn function_type() -> String {
+    "function".to_string()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionDef {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A JSON Schema object.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub parameters: Value,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// An OpenAI chat message. `content` is text or a list of content parts, as the API allows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Content>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Message {
+    /// A message with plain-text content and nothing else.
+    pub fn text(role: Role, text: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: Some(Content::Text(text.into())),
+            reasoning_content: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// The text of the message: the string content, or its text parts joined.
+    pub fn text_content(&self) -> String {
+        match &self.content {
+            None => String::new(),
+            Some(Content::Text(s)) => s.clone(),
+            Some(Content::Parts(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(""),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<Value>),
+}
+
+/// An assistant's tool call. `function.arguments` is a JSON *string*, as the OpenAI API sends it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    #[serde(default)]
+    pub id: String,
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    pub function: FunctionCall,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: String,
+}
+
+impl FunctionCall {
+    /// The arguments parsed as a JSON object; an error says what is wrong with them.
+    pub fn parsed_arguments(&self) -> anyhow::Result<Map<String, Value>> {
+        let text = if self.arguments.trim().is_empty() { "{}" } else { &self.arguments };
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(other) => anyhow::bail!(
+                "arguments of tool call '{}' must be a JSON object, got {}",
+                self.name,
+                json_kind(&other)
+            ),
+            Err(e) => anyhow::bail!("arguments of tool call '{}' are not valid JSON: {e}", self.name),
+        }
+    }
+}
+
+/// The JSON type name of a value, for error messages.
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Reward dimensions, each in [0, 1] (the chain-of-thought term in [-0.1, 0]), plus anything else a judge adds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Scores {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effectiveness: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_rationality: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill_selection: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cot_length: Option<f64>,
+    /// Which judge produced the scores (e.g. `"verifiable"`, or a model name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Scores {
+    pub fn is_empty(&self) -> bool {
+        *self == Scores::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RECORD: &str = r#"{"id":"t1","task":{"intent":"product_qa","room":{"product":"p1"},"viewer":{"name":"小王"},"expected":{"skill":"product-qa","tool_calls":[{"tool":"check_inventory","args":{"product_id":"p1"}}],"facts":["¥199"],"x_gt":1},"task_extra":true},"harness":{"name":"taolive","version":"1.0.0","hash":"sha256:00","variant":{"seed":7,"ops":[{"op":"rename_tool"}]},"names":{"tools":{"check_inventory":"stock_lookup"}},"h_extra":[1,2]},"tools":[{"type":"function","function":{"name":"stock_lookup","description":"库存","parameters":{"type":"object","properties":{}},"strict":true}}],"messages":[{"role":"system","content":"你好"},{"role":"user","content":[{"type":"text","text":"有货吗"}]},{"role":"assistant","content":null,"reasoning_content":"think","tool_calls":[{"id":"c1","type":"function","function":{"name":"stock_lookup","arguments":"{\"product_id\": \"p1\"}"}}],"m_extra":"keep"},{"role":"tool","tool_call_id":"c1","content":"{\"stock\": 3}"}],"scores":{"accuracy":1.0,"judge":"verifiable","custom":0.5},"meta":{"source":"sim","latency_ms":12},"top_extra":{"a":[1,{"b":null}]}}"#;
+
+    #[test]
+    fn unknown_fields_survive_a_round_trip() {
+        let rec: Trajectory = serde_json::from_str(RECORD).unwrap();
+        let back: Value = serde_json::to_value(&rec).unwrap();
+        let orig: Value = serde_json::from_str(RECORD).unwrap();
+        assert_eq!(back, orig);
+        assert_eq!(rec.extra["top_extra"]["a"][1]["b"], Value::Null);
+        assert_eq!(rec.messages[2].extra["m_extra"], "keep");
+    }
+
+    #[test]
+    fn names_map_both_ways() {
+        let rec: Trajectory = serde_json::from_str(RECORD).unwrap();
+        let names = &rec.harness.unwrap().names;
+        assert_eq!(names.tool_surface("check_inventory"), "stock_lookup");
+        assert_eq!(names.tool_surface("search_faq"), "search_faq");
+        assert_eq!(names.tool_canonical("stock_lookup"), Some("check_inventory"));
+        assert_eq!(names.tool_canonical("search_faq"), Some("search_faq"));
+        // The old name of a renamed tool is no longer a tool of this variant.
+        assert_eq!(names.tool_canonical("check_inventory"), None);
+    }
+
+    #[test]
+    fn tool_call_arguments_are_a_json_string() {
+        let rec: Trajectory = serde_json::from_str(RECORD).unwrap();
+        let call = &rec.messages[2].tool_calls[0].function;
+        assert_eq!(call.parsed_arguments().unwrap()["product_id"], "p1");
+        let bad = FunctionCall { name: "x".into(), arguments: "[1]".into() };
+        assert!(bad.parsed_arguments().unwrap_err().to_string().contains("an array"));
+        assert_eq!(rec.messages[1].text_content(), "有货吗");
+    }
+}
