@@ -3,5 +3,6 @@
 //! A library with thin binaries in `src/bin/`; every stage reads and writes JSONL trajectory records
 //! ([`record`], [`jsonl`]) so the tools pipe together. See `README.md` for the tour and DESIGN.md for the method.
 
+pub mod chat;
 pub mod jsonl;
 pub mod record;
