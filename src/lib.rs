@@ -5,4 +5,5 @@
 
 pub mod chat;
 pub mod jsonl;
+pub mod judge;
 pub mod record;

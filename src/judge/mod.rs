@@ -1,0 +1,3 @@
+//! Judges: scorers that turn model outputs into verdicts and reports.
+
+pub mod ifeval;
