@@ -1,0 +1,8 @@
+//! The live-room simulator: a seeded catalog, viewers asking things, a tool sandbox with injected
+//! faults, and a success check against the task's canonical ground truth.
+
+pub mod catalog;
+pub mod noise;
+pub mod phrasing;
+pub mod rng;
+pub mod tasks;
