@@ -2,7 +2,9 @@
 //! faults, and a success check against the task's canonical ground truth.
 
 pub mod catalog;
+pub mod faults;
 pub mod noise;
 pub mod phrasing;
 pub mod rng;
+pub mod sandbox;
 pub mod tasks;
