@@ -4,6 +4,7 @@
 //! ([`record`], [`jsonl`]) so the tools pipe together. See `README.md` for the tour and DESIGN.md for the method.
 
 pub mod chat;
+pub mod harness;
 pub mod jsonl;
 pub mod judge;
 pub mod record;

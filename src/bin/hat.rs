@@ -1,1 +1,42 @@
-fn main() {}
+//! `hat`: inspection utility for the HAT toolkit. Each command group lives in the library
+//! (`hat::<module>::cli`); this file only parses arguments and dispatches. To add a group, add a
+//! variant to `Group` and a match arm in `main`.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hat",
+    version,
+    about = "Inspect HAT toolkit artefacts: harness directories, chat templates, models",
+    long_about = "Inspect HAT toolkit artefacts.\n\nA harness is the directory that shapes the agent without touching weights: harness.toml, prompts/ (minijinja templates + pipeline.toml), tools/ (MCP JSON), skills/NAME/SKILL.md and hooks/hooks.json. See harness-samples/README.md."
+)]
+struct Cli {
+    #[command(subcommand)]
+    group: Group,
+}
+
+#[derive(Debug, Subcommand)]
+enum Group {
+    /// Validate, render, list tools of, and hash a harness directory.
+    #[command(subcommand)]
+    Harness(hat::harness::cli::HarnessCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
+    let result = match &cli.group {
+        Group::Harness(cmd) => hat::harness::cli::run(cmd, &mut out, &mut err),
+    };
+    match result {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            drop(out);
+            eprintln!("hat: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
