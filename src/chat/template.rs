@@ -173,6 +173,9 @@ impl ChatTemplate {
 
     /// Renders one conversation to text.
     pub fn render(&self, input: &RenderInput) -> Result<String> {
+        if input.messages.is_empty() {
+            bail!("cannot apply a chat template to an empty conversation");
+        }
         if let Some(k) = input.kwargs.keys().find(|k| RESERVED.contains(&k.as_str())) {
             bail!("template kwarg `{k}` clashes with an apply_chat_template argument");
         }
@@ -273,6 +276,7 @@ fn environment() -> Environment<'static> {
     env.set_formatter(|out, _state, value| out.write_str(&py_str(value)).map_err(Error::from));
     env.add_filter("tojson", tojson);
     env.add_filter("string", |v: Value| py_str(&v));
+    env.add_filter("join", join);
     env.add_filter("trim", |s: String, chars: Option<String>| {
         py_methods::strip(&s, chars.as_deref(), Side::Both).to_string()
     });
@@ -297,6 +301,25 @@ fn environment() -> Environment<'static> {
         strftime_now(&format).map_err(|e| Error::new(ErrorKind::InvalidOperation, e))
     });
     env
+}
+
+/// Jinja2's `join(value, d='', attribute=None)`: items are converted with Python `str`, so
+/// non-string items print as Python prints them.
+fn join(value: &Value, sep: Option<String>, kwargs: Kwargs) -> Result<String, Error> {
+    let attribute: Option<String> = kwargs.get("attribute")?;
+    kwargs.assert_all_used()?;
+    let mut out = String::new();
+    for (i, item) in value.try_iter()?.enumerate() {
+        if i > 0 {
+            out.push_str(sep.as_deref().unwrap_or(""));
+        }
+        let item = match &attribute {
+            Some(path) => path.split('.').try_fold(item, |v, key| v.get_attr(key))?,
+            None => item,
+        };
+        out.push_str(&py_str(&item));
+    }
+    Ok(out)
 }
 
 /// transformers' `tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)`,
@@ -379,7 +402,7 @@ mod tests {
     fn values_print_as_python_prints_them() {
         let out = render(
             "{{ x }}|{{ x | string }}|{{ x | tojson }}|{{ y }}|{{ z is none }}|{{ 'a' ~ flag }}",
-            json!({"messages": [], "x": {"a": [1.0, true, null, 1e-7]}, "y": 0.5, "z": null, "flag": false}),
+            json!({"messages": [{}], "x": {"a": [1.0, true, null, 1e-7]}, "y": 0.5, "z": null, "flag": false}),
         );
         assert_eq!(
             out,
@@ -391,7 +414,7 @@ mod tests {
     fn tojson_accepts_python_options() {
         let out = render(
             "{{ v | tojson(indent=2, sort_keys=true) }}|{{ v | tojson(separators=(',', ':')) }}|{{ v | tojson(true) }}",
-            json!({"messages": [], "v": {"b": "é", "a": [1]}}),
+            json!({"messages": [{}], "v": {"b": "é", "a": [1]}}),
         );
         assert_eq!(
             out,
