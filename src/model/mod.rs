@@ -1,0 +1,238 @@
+//! The model core: `qwen3_moe` (Qwen3-30B-A3B family) and the text stack of `qwen3_5_moe`
+//! (Qwen3.5/3.6-35B-A3B), numerically matching Hugging Face transformers, generic over the burn
+//! backend (CPU `NdArray` by default, CUDA behind the `cuda` feature).
+//!
+//! Both architectures share one [`CausalLm`] type: the differences (mixer kind, norm
+//! convention, shared expert, MTP) live in the layers that `qwen3_moe` / `qwen3_5_moe` build.
+
+pub mod attention;
+pub mod cache;
+pub mod checkpoint;
+pub mod config;
+pub mod decoder;
+pub mod gated_deltanet;
+pub mod moe;
+pub mod mtp;
+pub mod norm;
+pub mod qwen3_5_moe;
+pub mod qwen3_moe;
+pub mod rope;
+pub mod weights;
+
+use anyhow::{bail, Result};
+use burn::constant;
+use burn::nn::{Embedding, Linear};
+use burn::prelude::*;
+use burn::tensor::activation::log_softmax;
+use burn::tensor::TensorData;
+use std::path::Path;
+
+pub use cache::Cache;
+pub use config::{Arch, LayerType, ModelConfig};
+use decoder::DecoderLayer;
+use mtp::Mtp;
+use norm::RmsNorm;
+use rope::RopeTables;
+use weights::{param, visit_linear, HfLayout, HfVisitor, Init, RandomInit, WeightSource};
+
+impl std::fmt::Display for ModelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.to_hf_json())
+    }
+}
+// The config travels inside the module as a constant (no parameters, not saved in records).
+constant!(ModelConfig);
+
+#[derive(Module, Debug)]
+pub struct CausalLm<B: Backend> {
+    pub embed_tokens: Embedding<B>,
+    pub layers: Vec<DecoderLayer<B>>,
+    pub norm: RmsNorm<B>,
+    /// `None` when `tie_word_embeddings`: logits use the embedding matrix.
+    pub lm_head: Option<Linear<B>>,
+    pub mtp: Option<Mtp<B>>,
+    pub config: ModelConfig,
+}
+
+/// Output of a forward pass.
+#[derive(Debug, Clone)]
+pub struct LmOutput<B: Backend> {
+    /// `[B, T, V]`.
+    pub logits: Tensor<B, 3>,
+    /// Final hidden states after `model.norm`, `[B, T, H]` (the MTP head's input).
+    pub hidden: Tensor<B, 3>,
+    /// Raw router logits of each sparse layer, `[B*T, E]`.
+    pub router_logits: Vec<Tensor<B, 2>>,
+}
+
+impl<B: Backend> CausalLm<B> {
+    /// Builds the model, taking every tensor from `src`.
+    pub fn from_source(cfg: &ModelConfig, src: &mut dyn WeightSource, device: &B::Device) -> Result<Self> {
+        cfg.validate()?;
+        let (v, h) = (cfg.vocab_size, cfg.hidden_size);
+        let zero_centered = cfg.arch == Arch::Qwen3_5Moe;
+        let embed = param(src, "model.embed_tokens.weight", [v, h], Init::Normal(cfg.initializer_range), device)?;
+        let layers = (0..cfg.num_hidden_layers)
+            .map(|i| match cfg.arch {
+                Arch::Qwen3Moe => qwen3_moe::decoder_layer(cfg, src, i, device),
+                Arch::Qwen3_5Moe => qwen3_5_moe::decoder_layer(cfg, src, i, device),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let norm = RmsNorm::load(src, "model.norm", h, cfg.rms_norm_eps, zero_centered, device)?;
+        let lm_head = if cfg.tie_word_embeddings {
+            None
+        } else {
+            Some(weights::linear(src, "lm_head", h, v, false, cfg.initializer_range, device)?)
+        };
+        // Checkpoints saved by transformers drop `mtp.*`; the head is optional.
+        let mtp = if cfg.arch == Arch::Qwen3_5Moe && cfg.mtp_num_hidden_layers > 0 && src.contains("mtp.fc.weight") {
+            Some(qwen3_5_moe::mtp(cfg, src, device)?)
+        } else {
+            None
+        };
+        Ok(Self { embed_tokens: Embedding { weight: embed }, layers, norm, lm_head, mtp, config: cfg.clone() })
+    }
+
+    /// A freshly initialised model (HF init rules), deterministic in `seed`.
+    pub fn init(cfg: &ModelConfig, seed: u64, device: &B::Device) -> Result<Self> {
+        Self::from_source(cfg, &mut RandomInit::new(seed), device)
+    }
+
+    /// Loads a Hugging Face checkpoint directory.
+    pub fn load(dir: &Path, device: &B::Device) -> Result<Self> {
+        checkpoint::load(dir, device)
+    }
+
+    pub fn new_cache(&self) -> Cache<B> {
+        Cache::new(self.layers.len())
+    }
+
+    /// Logits at every position of `ids: [B, T]`.
+    pub fn forward(&self, ids: Tensor<B, 2, Int>) -> LmOutput<B> {
+        self.run(ids, None)
+    }
+
+    /// Continues from `cache` (which is updated): positions start at `cache.seq_len`.
+    pub fn forward_cached(&self, ids: Tensor<B, 2, Int>, cache: &mut Cache<B>) -> LmOutput<B> {
+        self.run(ids, Some(cache))
+    }
+
+    fn rope(&self, start: usize, len: usize, device: &B::Device) -> RopeTables<B> {
+        RopeTables::new(self.config.rope_theta, self.config.rotary_dim(), start, len, device)
+    }
+
+    fn run(&self, ids: Tensor<B, 2, Int>, mut cache: Option<&mut Cache<B>>) -> LmOutput<B> {
+        let t = ids.dims()[1];
+        let device = ids.device();
+        let start = cache.as_ref().map_or(0, |c| c.seq_len);
+        let rope = self.rope(start, t, &device);
+        let mut x = self.embed_tokens.forward(ids);
+        let mut router_logits = Vec::new();
+        for (i, layer) in self.layers.iter().enumerate() {
+            let (y, r) = layer.forward(x, &rope, cache.as_mut().map(|c| &mut c.layers[i]));
+            x = y;
+            router_logits.extend(r);
+        }
+        if let Some(c) = cache {
+            c.seq_len += t;
+        }
+        let hidden = self.norm.forward(x);
+        LmOutput { logits: self.lm_logits(hidden.clone()), hidden, router_logits }
+    }
+
+    /// `lm_head` (or the tied embedding) applied to `[B, T, H]`.
+    pub fn lm_logits(&self, hidden: Tensor<B, 3>) -> Tensor<B, 3> {
+        match &self.lm_head {
+            Some(l) => l.forward(hidden),
+            None => {
+                let [b, t, h] = hidden.dims();
+                let w = self.embed_tokens.weight.val(); // [V, H]
+                let v = w.dims()[0];
+                hidden.reshape([b * t, h]).matmul(w.transpose()).reshape([b, t, v])
+            }
+        }
+    }
+
+    /// transformers' load-balancing loss over the router logits of one forward pass
+    /// (unscaled; multiply by `config.router_aux_loss_coef`). `None` without sparse layers.
+    pub fn aux_loss(&self, out: &LmOutput<B>) -> Option<Tensor<B, 1>> {
+        moe::load_balancing_loss(&out.router_logits, self.config.num_experts, self.config.num_experts_per_tok)
+    }
+
+    /// MTP logits for slots `i = 0..T-2`: slot i combines `hidden[i]` with `ids[i+1]` and predicts
+    /// `ids[i+2]`. `hidden` is [`LmOutput::hidden`] of the same `ids`. Returns `[B, T-1, V]`.
+    pub fn mtp_logits(&self, hidden: Tensor<B, 3>, ids: Tensor<B, 2, Int>) -> Result<Tensor<B, 3>> {
+        let Some(mtp) = &self.mtp else { bail!("this model has no MTP head (mtp.* weights)") };
+        let [b, t, h] = hidden.dims();
+        if t < 2 {
+            bail!("MTP needs at least 2 tokens, got {t}");
+        }
+        let next = self.embed_tokens.forward(ids.narrow(1, 1, t - 1));
+        let rope = self.rope(0, t - 1, &hidden.device());
+        let (u, _) = mtp.forward(next, hidden.narrow(1, 0, t - 1).reshape([b, t - 1, h]), &rope, 0);
+        Ok(self.lm_logits(u))
+    }
+
+    /// Greedy decoding with the cache: prefill `prompt`, then up to `max_new` tokens, stopping
+    /// after any token in `stop`.
+    pub fn generate_greedy(&self, prompt: &[u32], max_new: usize, stop: &[u32], device: &B::Device) -> Result<Vec<u32>> {
+        if prompt.is_empty() {
+            bail!("empty prompt");
+        }
+        let mut cache = self.new_cache();
+        let mut out = Vec::with_capacity(max_new);
+        let mut input: Vec<u32> = prompt.to_vec();
+        for _ in 0..max_new {
+            let ids = ids_tensor::<B>(&[input.clone()], device)?;
+            let logits = self.forward_cached(ids, &mut cache).logits;
+            let [_, t, v] = logits.dims();
+            let last = logits.narrow(1, t - 1, 1).reshape([v]);
+            let next = last.argmax(0).into_data().convert::<i64>().into_vec::<i64>().map_err(|e| anyhow::anyhow!("{e:?}"))?[0] as u32;
+            out.push(next);
+            if stop.contains(&next) {
+                break;
+            }
+            input = vec![next];
+        }
+        Ok(out)
+    }
+
+    /// Visits every parameter under its Hugging Face name.
+    pub fn visit_hf<V: HfVisitor<B>>(&self, v: &mut V) {
+        v.visit("model.embed_tokens.weight", &self.embed_tokens.weight, HfLayout::AsIs);
+        for (i, l) in self.layers.iter().enumerate() {
+            l.visit(&format!("model.layers.{i}"), v);
+        }
+        self.norm.visit("model.norm", v);
+        if let Some(l) = &self.lm_head {
+            visit_linear(v, "lm_head", l);
+        }
+        if let Some(m) = &self.mtp {
+            m.visit("mtp", v);
+        }
+    }
+}
+
+/// Token ids as a `[B, T]` tensor; all rows must have the same length.
+pub fn ids_tensor<B: Backend>(rows: &[Vec<u32>], device: &B::Device) -> Result<Tensor<B, 2, Int>> {
+    let t = rows.first().map_or(0, Vec::len);
+    if t == 0 || rows.iter().any(|r| r.len() != t) {
+        bail!("token id rows must be non-empty and of equal length");
+    }
+    let data: Vec<i64> = rows.iter().flatten().map(|&x| x as i64).collect();
+    Ok(Tensor::from_data(TensorData::new(data, [rows.len(), t]), device))
+}
+
+/// Mean next-token cross-entropy (transformers' `ForCausalLMLoss` without ignored labels):
+/// position t predicts `ids[t+1]`. Returns `[1]`.
+pub fn causal_lm_loss<B: Backend>(logits: Tensor<B, 3>, ids: Tensor<B, 2, Int>) -> Tensor<B, 1> {
+    let [b, t, v] = logits.dims();
+    shifted_cross_entropy(logits.narrow(1, 0, t - 1), ids.narrow(1, 1, t - 1), b, t - 1, v)
+}
+
+/// Mean cross-entropy of `logits: [B, N, V]` against `targets: [B, N]`.
+pub fn shifted_cross_entropy<B: Backend>(logits: Tensor<B, 3>, targets: Tensor<B, 2, Int>, b: usize, n: usize, v: usize) -> Tensor<B, 1> {
+    let lp = log_softmax(logits.reshape([b * n, v]), 1);
+    let picked = lp.gather(1, targets.reshape([b * n, 1]));
+    picked.mean().neg()
+}

@@ -1,0 +1,62 @@
+//! Rotary position embedding (NeoX `rotate_half` layout), optionally partial: only the first
+//! `rotary_dim` dims of each head rotate, the rest pass through (Qwen3.5). For text-only input
+//! Qwen3.5's interleaved mRoPE has equal positions on all three axes, which is exactly 1-D RoPE.
+
+use burn::prelude::*;
+use burn::tensor::TensorData;
+
+/// cos/sin tables for a run of positions, shaped `[1, T, 1, rotary_dim]` to broadcast over
+/// `[B, T, heads, head_dim]`.
+#[derive(Clone, Debug)]
+pub struct RopeTables<B: Backend> {
+    pub cos: Tensor<B, 4>,
+    pub sin: Tensor<B, 4>,
+    pub rotary_dim: usize,
+}
+
+impl<B: Backend> RopeTables<B> {
+    /// Positions `start..start+len`. Computed in f32 like HF (`inv_freq = 1 / theta^(2i/r)`).
+    pub fn new(theta: f64, rotary_dim: usize, start: usize, len: usize, device: &B::Device) -> Self {
+        let half = rotary_dim / 2;
+        let inv_freq: Vec<f32> = (0..half)
+            .map(|i| 1.0f32 / (theta as f32).powf((2 * i) as f32 / rotary_dim as f32))
+            .collect();
+        let mut cos = Vec::with_capacity(len * rotary_dim);
+        let mut sin = Vec::with_capacity(len * rotary_dim);
+        for p in start..start + len {
+            // `cat(freqs, freqs)`: the two halves share frequencies.
+            for _ in 0..2 {
+                for f in &inv_freq {
+                    let a = p as f32 * f;
+                    cos.push(a.cos());
+                    sin.push(a.sin());
+                }
+            }
+        }
+        let shape = [1, len, 1, rotary_dim];
+        Self {
+            cos: Tensor::from_data(TensorData::new(cos, shape), device),
+            sin: Tensor::from_data(TensorData::new(sin, shape), device),
+            rotary_dim,
+        }
+    }
+
+    /// Applies the rotation to `x: [B, T, heads, head_dim]`.
+    pub fn apply(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let head_dim = x.dims()[3];
+        let r = self.rotary_dim;
+        if r == 0 {
+            return x;
+        }
+        let x_rot = if r == head_dim { x.clone() } else { x.clone().narrow(3, 0, r) };
+        let x1 = x_rot.clone().narrow(3, 0, r / 2);
+        let x2 = x_rot.clone().narrow(3, r / 2, r / 2);
+        let rotated = Tensor::cat(vec![x2.neg(), x1], 3);
+        let out = x_rot * self.cos.clone() + rotated * self.sin.clone();
+        if r == head_dim {
+            out
+        } else {
+            Tensor::cat(vec![out, x.narrow(3, r, head_dim - r)], 3)
+        }
+    }
+}
