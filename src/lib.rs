@@ -7,4 +7,5 @@ pub mod chat;
 pub mod harness;
 pub mod jsonl;
 pub mod judge;
+pub mod model;
 pub mod record;
