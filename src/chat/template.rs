@@ -446,7 +446,8 @@ mod tests {
             "a"
         );
         let t = ChatTemplate::from_str("{{ raise_exception('bad role') }}").unwrap();
-        let err = t.render(&RenderInput::default()).unwrap_err();
+        let input = RenderInput::from_json(&json!({"messages": [{}]})).unwrap();
+        let err = t.render(&input).unwrap_err();
         assert!(format!("{err:#}").contains("bad role"), "{err:#}");
     }
 
