@@ -196,7 +196,7 @@ impl Catalog {
         let mut products = Vec::with_capacity(n);
         for i in 0..n {
             let kind = &KINDS[i % KINDS.len()];
-            products.push(product(&mut rng, i, kind));
+            products.push(product(&mut rng, seed, i, kind));
         }
         let mut orders = Vec::new();
         for (i, p) in products.iter().enumerate() {
@@ -419,7 +419,7 @@ const ORIGINS: &[(&str, &str)] = &[
     ("成都", "Chengdu"),
 ];
 
-fn product(rng: &mut Rng, i: usize, kind: &Kind) -> Product {
+fn product(rng: &mut Rng, seed: u64, i: usize, kind: &Kind) -> Product {
     let id = format!("p{:03}", i + 1);
     let brand = rng.pick(kind.brands).to_string();
     // Round list prices to end in 9, as live rooms price them.
@@ -495,16 +495,9 @@ fn product(rng: &mut Rng, i: usize, kind: &Kind) -> Product {
         },
         ships_from: Text::new(origin.0, origin.1),
     };
-    let after_sales = AfterSales {
-        return_days: *rng.pick(&[7, 15]),
-        exchange_days: *rng.pick(&[15, 30]),
-        warranty_months: if kind.category == "electronics" {
-            *rng.pick(&[12, 24])
-        } else {
-            0
-        },
-        refund_days: rng.range(1, 3),
-    };
+    // After-sales terms are set per category (as stores do), so a category-level policy tool and a
+    // per-product one give the same answer.
+    let after_sales = category_terms(seed, kind.category);
     let sizing = match kind.category {
         "apparel" => Some(Sizing {
             advice: Text::new(
@@ -544,6 +537,16 @@ fn product(rng: &mut Rng, i: usize, kind: &Kind) -> Product {
         shipping,
         after_sales,
         sizing,
+    }
+}
+
+fn category_terms(seed: u64, category: &str) -> AfterSales {
+    let mut rng = Rng::derive(seed, category);
+    AfterSales {
+        return_days: *rng.pick(&[7, 15]),
+        exchange_days: *rng.pick(&[15, 30]),
+        warranty_months: if category == "electronics" { *rng.pick(&[12, 24]) } else { 0 },
+        refund_days: rng.range(1, 3),
     }
 }
 

@@ -7,4 +7,5 @@ pub mod noise;
 pub mod phrasing;
 pub mod rng;
 pub mod sandbox;
+pub mod success;
 pub mod tasks;

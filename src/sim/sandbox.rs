@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::catalog::{Catalog, Lang, Product};
+use super::catalog::{AfterSales, Catalog, Lang, Product};
 use super::faults::{FaultKind, FaultPlan};
 use super::rng::Rng;
 use super::tasks::{is_remote, status_text, Room};
@@ -208,60 +208,28 @@ impl<'a> Sandbox<'a> {
                 }))
             }
             "get_after_sales_policy" => {
-                let p = self.product(args)?;
-                let topic = opt_str(args, "topic")?.unwrap_or("return");
-                let a = &p.after_sales;
-                let (n, unit_zh, unit_en, zh, en) = match topic {
-                    "return" => (
-                        a.return_days,
-                        "天",
-                        "days",
-                        "签收后{n}天内支持无理由退货",
-                        "Returns accepted within {n} days of delivery, no reason needed",
-                    ),
-                    "exchange" => (
-                        a.exchange_days,
-                        "天",
-                        "days",
-                        "签收后{n}天内可换货",
-                        "Exchanges within {n} days of delivery",
-                    ),
-                    "warranty" if a.warranty_months > 0 => (
-                        a.warranty_months,
-                        "个月",
-                        "months",
-                        "整机保修{n}个月",
-                        "{n}-month warranty",
-                    ),
-                    "warranty" => (
-                        0,
-                        "个月",
-                        "months",
-                        "该商品不提供保修",
-                        "This product has no warranty",
-                    ),
-                    "refund" => (
-                        a.refund_days,
-                        "天",
-                        "days",
-                        "审核通过后{n}天内原路退款",
-                        "Refunds reach your account within {n} days of approval",
-                    ),
-                    other => {
-                        return Err(format!(
-                            "unknown topic {other:?}; use return, exchange, warranty or refund"
-                        ))
+                // Terms are per category; a harness may ask by product or by category.
+                let (subject, terms) = match (opt_str(args, "product_id")?, opt_str(args, "category")?) {
+                    (None, Some(c)) => {
+                        let p = self.catalog.products.iter().find(|p| p.category == c).ok_or_else(|| format!("no category {c:?}"))?;
+                        (json!({"category": c}), p.after_sales.clone())
+                    }
+                    _ => {
+                        let p = self.product(args)?;
+                        (json!({"product_id": p.id, "category": p.category}), p.after_sales.clone())
                     }
                 };
-                let text = match lang {
-                    Lang::Zh => zh,
-                    Lang::En => en,
+                let topics: Vec<&str> = match opt_str(args, "topic")? {
+                    Some(t) => vec![t],
+                    None => vec!["return", "exchange", "warranty", "refund"],
+                };
+                let mut rows = Vec::new();
+                for topic in topics {
+                    rows.push(policy_row(&terms, topic, lang)?);
                 }
-                .replace("{n}", &n.to_string());
-                let unit = if lang == Lang::Zh { unit_zh } else { unit_en };
-                Ok(
-                    json!({"product_id": p.id, "topic": topic, "period": n, "unit": unit, "policy": text}),
-                )
+                let mut v = subject;
+                v["policies"] = Value::Array(rows);
+                Ok(v)
             }
             "create_purchase_link" => {
                 let p = self.product(args)?;
@@ -374,6 +342,25 @@ impl<'a> Sandbox<'a> {
             .product(id)
             .ok_or_else(|| format!("no product {id:?}"))
     }
+}
+
+/// One after-sales topic in words, with its period.
+fn policy_row(a: &AfterSales, topic: &str, lang: Lang) -> Result<Value, String> {
+    let (n, unit_zh, unit_en, zh, en) = match topic {
+        "return" => (a.return_days, "天", "days", "签收后{n}天内支持无理由退货", "Returns accepted within {n} days of delivery, no reason needed"),
+        "exchange" => (a.exchange_days, "天", "days", "签收后{n}天内可换货", "Exchanges within {n} days of delivery"),
+        "warranty" if a.warranty_months > 0 => (a.warranty_months, "个月", "months", "整机保修{n}个月", "{n}-month warranty"),
+        "warranty" => (0, "个月", "months", "该商品不提供保修", "This product has no warranty"),
+        "refund" => (a.refund_days, "天", "days", "审核通过后{n}天内原路退款", "Refunds reach your account within {n} days of approval"),
+        other => return Err(format!("unknown topic {other:?}; use return, exchange, warranty or refund")),
+    };
+    let text = match lang {
+        Lang::Zh => zh,
+        Lang::En => en,
+    }
+    .replace("{n}", &n.to_string());
+    let unit = if lang == Lang::Zh { unit_zh } else { unit_en };
+    Ok(json!({"topic": topic, "period": n, "unit": unit, "policy": text}))
 }
 
 /// "9折" for 90%, "8.5折" for 85%.
