@@ -1,3 +1,4 @@
 //! Judges: scorers that turn model outputs into verdicts and reports.
 
 pub mod ifeval;
+pub mod verifiable;

@@ -1,0 +1,140 @@
+//! The statistics the judge reports need, written out so their definitions are visible: Cohen's κ,
+//! Pearson's r, Spearman's ρ (Pearson on average ranks, as scipy computes it) and the exact two-sided
+//! binomial (sign) test. `testdata/judge/stats.json` holds the values scipy and scikit-learn give on
+//! the same inputs; the tests assert agreement.
+
+/// Cohen's κ between two label sequences of equal length: (p_o − p_e) / (1 − p_e), with p_e from the
+/// two raters' marginal label frequencies. `None` when undefined (empty input, or p_e = 1: both raters
+/// used one and the same label throughout, where scikit-learn returns NaN).
+pub fn cohen_kappa<T: PartialEq + Clone>(a: &[T], b: &[T]) -> Option<f64> {
+    if a.len() != b.len() || a.is_empty() {
+        return None;
+    }
+    let n = a.len() as f64;
+    let mut labels: Vec<T> = Vec::new();
+    for x in a.iter().chain(b) {
+        if !labels.contains(x) {
+            labels.push(x.clone());
+        }
+    }
+    let observed = a.iter().zip(b).filter(|(x, y)| x == y).count() as f64 / n;
+    let expected: f64 = labels
+        .iter()
+        .map(|l| {
+            let pa = a.iter().filter(|x| *x == l).count() as f64 / n;
+            let pb = b.iter().filter(|x| *x == l).count() as f64 / n;
+            pa * pb
+        })
+        .sum();
+    if (1.0 - expected).abs() < 1e-15 {
+        return None;
+    }
+    Some((observed - expected) / (1.0 - expected))
+}
+
+/// Pearson's r. `None` for fewer than 2 points or a constant sequence.
+pub fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
+    if x.len() != y.len() || x.len() < 2 {
+        return None;
+    }
+    let n = x.len() as f64;
+    let mx = x.iter().sum::<f64>() / n;
+    let my = y.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    if sxx == 0.0 || syy == 0.0 {
+        return None;
+    }
+    Some((sxy / (sxx.sqrt() * syy.sqrt())).clamp(-1.0, 1.0))
+}
+
+/// Spearman's ρ: Pearson's r of the ranks, ties sharing their average rank.
+pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
+    if x.len() != y.len() {
+        return None;
+    }
+    pearson(&ranks(x), &ranks(y))
+}
+
+/// 1-based ranks with ties averaged (scipy's `rankdata(method="average")`).
+pub fn ranks(x: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..x.len()).collect();
+    order.sort_by(|&i, &j| x[i].total_cmp(&x[j]));
+    let mut out = vec![0.0; x.len()];
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i;
+        while j + 1 < order.len() && x[order[j + 1]] == x[order[i]] {
+            j += 1;
+        }
+        let avg = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &order[i..=j] {
+            out[k] = avg;
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// ln C(n, k).
+fn ln_choose(n: u64, k: u64) -> f64 {
+    let k = k.min(n - k);
+    (0..k).map(|i| ((n - i) as f64).ln() - ((i + 1) as f64).ln()).sum()
+}
+
+/// The exact two-sided binomial test of `k` successes in `n` trials at p = 0.5 (the sign test): the
+/// probability of an outcome at most as likely as the one seen, as scipy's `binomtest` defines it. At
+/// p = 0.5 that is min(1, 2·P(X ≤ min(k, n−k))). `n = 0` gives 1 (no evidence either way).
+pub fn sign_test(k: u64, n: u64) -> f64 {
+    if n == 0 {
+        return 1.0;
+    }
+    let low = k.min(n - k);
+    if 2 * low == n {
+        return 1.0;
+    }
+    let ln_half_n = n as f64 * 0.5f64.ln();
+    let tail: f64 = (0..=low).map(|i| (ln_choose(n, i) + ln_half_n).exp()).sum();
+    (2.0 * tail).min(1.0)
+}
+
+/// Counts of (row label, column label) pairs over a fixed label order.
+pub fn confusion<T: PartialEq>(labels: &[T], truth: &[T], predicted: &[T]) -> Vec<Vec<u64>> {
+    let mut m = vec![vec![0u64; labels.len()]; labels.len()];
+    for (t, p) in truth.iter().zip(predicted) {
+        if let (Some(i), Some(j)) = (labels.iter().position(|l| l == t), labels.iter().position(|l| l == p)) {
+            m[i][j] += 1;
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sign_test_of_the_brief() {
+        // 35 wins, 1 loss (64 ties dropped): far below 0.001.
+        let p = sign_test(35, 36);
+        assert!(p < 1e-3 && p > 0.0, "{p}");
+        assert_eq!(sign_test(5, 10), 1.0);
+        assert!((sign_test(0, 1) - 1.0).abs() < 1e-12);
+        assert!((sign_test(0, 5) - 0.0625).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ranks_average_ties() {
+        assert_eq!(ranks(&[3.0, 1.0, 3.0, 2.0]), vec![3.5, 1.0, 3.5, 2.0]);
+    }
+
+    #[test]
+    fn kappa_is_undefined_for_one_shared_label() {
+        assert_eq!(cohen_kappa(&[1, 1], &[1, 1]), None);
+        assert_eq!(cohen_kappa(&[0, 1, 0, 1], &[0, 1, 0, 1]), Some(1.0));
+    }
+}

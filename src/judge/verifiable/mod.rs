@@ -1,0 +1,116 @@
+//! The verifiable judge: scores a trajectory against its canonical ground truth (`task.expected`),
+//! through the variant's name map, on the four reward dimensions plus the chain-of-thought length term.
+//! No model is involved, so it is exact, deterministic and fast enough to be an RL reward.
+//!
+//! Results go into `scores` (`accuracy`, `effectiveness`, `tool_rationality`, `skill_selection`,
+//! `cot_length`, `judge: "verifiable"`), one short reason per dimension into `scores.reasons`, and the
+//! counts the rubric metrics aggregate into `scores.details`. A dimension that cannot be observed (no
+//! expected skill, no way to see the choice) is left unset and says why, never a silent 0.
+
+pub mod accuracy;
+pub mod cot;
+pub mod effectiveness;
+pub mod episode;
+pub mod skill_selection;
+pub mod tool_rationality;
+
+use rayon::prelude::*;
+use serde_json::{json, Map, Value};
+
+use crate::record::Trajectory;
+pub use cot::TokenCounter;
+use episode::Episode;
+
+/// One dimension's score in [0, 1] and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dimension {
+    pub value: f64,
+    pub reason: String,
+    /// Counts behind the score, for aggregate metrics.
+    pub details: Option<Value>,
+}
+
+impl Dimension {
+    pub fn new(value: f64, reason: impl Into<String>) -> Dimension {
+        Dimension { value: value.clamp(0.0, 1.0), reason: reason.into(), details: None }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Dimension {
+        self.details = Some(details);
+        self
+    }
+}
+
+/// All scores of one trajectory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub accuracy: Dimension,
+    pub effectiveness: Dimension,
+    pub tool_rationality: Dimension,
+    /// `Err(reason)` when skill choice is not observable for this record.
+    pub skill_selection: Result<Dimension, String>,
+    pub cot_tokens: usize,
+    pub cot_length: f64,
+    pub reply_chars: Option<u64>,
+    pub max_reply_chars: Option<u64>,
+}
+
+/// Score one trajectory.
+pub fn judge(traj: &Trajectory, counter: &TokenCounter) -> Verdict {
+    let ep = Episode::read(traj);
+    let cot_tokens = counter.count(&ep.reasoning);
+    let skill_selection = skill_selection::score(traj, &ep).ok_or_else(|| {
+        if ep.expected.and_then(|e| e.skill.as_ref()).is_none() {
+            "no expected skill to check against".to_string()
+        } else {
+            "not observable: no skill-loading tool offered and no meta.skill".to_string()
+        }
+    });
+    Verdict {
+        accuracy: accuracy::score(&ep),
+        effectiveness: effectiveness::score(&ep),
+        tool_rationality: tool_rationality::score(traj, &ep),
+        skill_selection,
+        cot_tokens,
+        cot_length: cot::penalty(cot_tokens),
+        reply_chars: ep.reply.as_ref().map(|r| r.chars().count() as u64),
+        max_reply_chars: ep.max_reply_chars.map(|(n, _)| n),
+    }
+}
+
+/// Score `traj` in place: set its scores, reasons and details.
+pub fn score(traj: &mut Trajectory, counter: &TokenCounter) {
+    let v = judge(traj, counter);
+    let s = &mut traj.scores;
+    s.accuracy = Some(v.accuracy.value);
+    s.effectiveness = Some(v.effectiveness.value);
+    s.tool_rationality = Some(v.tool_rationality.value);
+    s.skill_selection = v.skill_selection.as_ref().ok().map(|d| d.value);
+    s.cot_length = Some(v.cot_length);
+    s.judge = Some("verifiable".into());
+    let skill_reason = match &v.skill_selection {
+        Ok(d) => d.reason.clone(),
+        Err(why) => why.clone(),
+    };
+    let mut reasons = Map::new();
+    reasons.insert("accuracy".into(), json!(v.accuracy.reason));
+    reasons.insert("effectiveness".into(), json!(v.effectiveness.reason));
+    reasons.insert("tool_rationality".into(), json!(v.tool_rationality.reason));
+    reasons.insert("skill_selection".into(), json!(skill_reason));
+    reasons.insert("cot_length".into(), json!(format!("{} reasoning tokens", v.cot_tokens)));
+    s.extra.insert("reasons".into(), Value::Object(reasons));
+    s.extra.insert(
+        "details".into(),
+        json!({
+            "tools": v.tool_rationality.details,
+            "reply_chars": v.reply_chars,
+            "max_reply_chars": v.max_reply_chars,
+            "cot_tokens": v.cot_tokens,
+        }),
+    );
+}
+
+/// Score a batch in parallel; the order of records is kept.
+pub fn score_all(batch: &mut [Trajectory], counter: &TokenCounter) {
+    batch.par_iter_mut().for_each(|t| score(t, counter));
+}
