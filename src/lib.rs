@@ -3,9 +3,13 @@
 //! A library with thin binaries in `src/bin/`; every stage reads and writes JSONL trajectory records
 //! ([`record`], [`jsonl`]) so the tools pipe together. See `README.md` for the tour and DESIGN.md for the method.
 
+pub mod agent;
 pub mod chat;
 pub mod harness;
 pub mod jsonl;
 pub mod judge;
 pub mod model;
+pub mod policy;
 pub mod record;
+pub mod records_cli;
+pub mod sim;

@@ -545,7 +545,11 @@ fn category_terms(seed: u64, category: &str) -> AfterSales {
     AfterSales {
         return_days: *rng.pick(&[7, 15]),
         exchange_days: *rng.pick(&[15, 30]),
-        warranty_months: if category == "electronics" { *rng.pick(&[12, 24]) } else { 0 },
+        warranty_months: if category == "electronics" {
+            *rng.pick(&[12, 24])
+        } else {
+            0
+        },
         refund_days: rng.range(1, 3),
     }
 }
@@ -573,10 +577,10 @@ fn faq() -> Vec<FaqEntry> {
         (
             "偏远地区包邮吗",
             "Is shipping free to remote areas?",
-            "新疆西藏等偏远地区需补邮费15元",
-            "Remote regions such as Xinjiang and Tibet pay a 15 yuan shipping supplement",
-            "15",
-            "15",
+            "新疆、西藏等偏远地区不包邮，运费在结算时显示",
+            "Shipping to remote regions such as Xinjiang and Tibet is not free; the fee shows at checkout",
+            "不包邮",
+            "not free",
             &["偏远", "remote", "新疆", "xinjiang"],
         ),
         (

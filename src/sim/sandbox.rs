@@ -209,16 +209,25 @@ impl<'a> Sandbox<'a> {
             }
             "get_after_sales_policy" => {
                 // Terms are per category; a harness may ask by product or by category.
-                let (subject, terms) = match (opt_str(args, "product_id")?, opt_str(args, "category")?) {
-                    (None, Some(c)) => {
-                        let p = self.catalog.products.iter().find(|p| p.category == c).ok_or_else(|| format!("no category {c:?}"))?;
-                        (json!({"category": c}), p.after_sales.clone())
-                    }
-                    _ => {
-                        let p = self.product(args)?;
-                        (json!({"product_id": p.id, "category": p.category}), p.after_sales.clone())
-                    }
-                };
+                let (subject, terms) =
+                    match (opt_str(args, "product_id")?, opt_str(args, "category")?) {
+                        (None, Some(c)) => {
+                            let p = self
+                                .catalog
+                                .products
+                                .iter()
+                                .find(|p| p.category == c)
+                                .ok_or_else(|| format!("no category {c:?}"))?;
+                            (json!({"category": c}), p.after_sales.clone())
+                        }
+                        _ => {
+                            let p = self.product(args)?;
+                            (
+                                json!({"product_id": p.id, "category": p.category}),
+                                p.after_sales.clone(),
+                            )
+                        }
+                    };
                 let topics: Vec<&str> = match opt_str(args, "topic")? {
                     Some(t) => vec![t],
                     None => vec!["return", "exchange", "warranty", "refund"],
@@ -291,8 +300,12 @@ impl<'a> Sandbox<'a> {
                         order.push(q.clone());
                     }
                 }
-                self.room.queue = order.clone();
-                Ok(json!({"queue": order}))
+                let queue: Vec<Value> = order
+                    .iter()
+                    .map(|id| json!({"product_id": id, "title": self.catalog.product(id).map(|p| p.title.get(lang))}))
+                    .collect();
+                self.room.queue = order;
+                Ok(json!({ "queue": queue }))
             }
             "search_faq" => {
                 let q = req_str(args, "question")?;
@@ -347,12 +360,46 @@ impl<'a> Sandbox<'a> {
 /// One after-sales topic in words, with its period.
 fn policy_row(a: &AfterSales, topic: &str, lang: Lang) -> Result<Value, String> {
     let (n, unit_zh, unit_en, zh, en) = match topic {
-        "return" => (a.return_days, "天", "days", "签收后{n}天内支持无理由退货", "Returns accepted within {n} days of delivery, no reason needed"),
-        "exchange" => (a.exchange_days, "天", "days", "签收后{n}天内可换货", "Exchanges within {n} days of delivery"),
-        "warranty" if a.warranty_months > 0 => (a.warranty_months, "个月", "months", "整机保修{n}个月", "{n}-month warranty"),
-        "warranty" => (0, "个月", "months", "该商品不提供保修", "This product has no warranty"),
-        "refund" => (a.refund_days, "天", "days", "审核通过后{n}天内原路退款", "Refunds reach your account within {n} days of approval"),
-        other => return Err(format!("unknown topic {other:?}; use return, exchange, warranty or refund")),
+        "return" => (
+            a.return_days,
+            "天",
+            "days",
+            "签收后{n}天内支持无理由退货",
+            "Returns accepted within {n} days of delivery, no reason needed",
+        ),
+        "exchange" => (
+            a.exchange_days,
+            "天",
+            "days",
+            "签收后{n}天内可换货",
+            "Exchanges within {n} days of delivery",
+        ),
+        "warranty" if a.warranty_months > 0 => (
+            a.warranty_months,
+            "个月",
+            "months",
+            "整机保修{n}个月",
+            "{n}-month warranty",
+        ),
+        "warranty" => (
+            0,
+            "个月",
+            "months",
+            "该商品不提供保修",
+            "This product has no warranty",
+        ),
+        "refund" => (
+            a.refund_days,
+            "天",
+            "days",
+            "审核通过后{n}天内原路退款",
+            "Refunds reach your account within {n} days of approval",
+        ),
+        other => {
+            return Err(format!(
+                "unknown topic {other:?}; use return, exchange, warranty or refund"
+            ))
+        }
     };
     let text = match lang {
         Lang::Zh => zh,
@@ -475,10 +522,14 @@ mod tests {
             &args(json!({"product_ids": ["p003"]})),
             1,
         );
-        assert_eq!(
-            serde_json::from_str::<Value>(&out.content).unwrap()["queue"],
-            json!(["p003", "p001", "p002"])
-        );
+        let queue = serde_json::from_str::<Value>(&out.content).unwrap()["queue"].clone();
+        let ids: Vec<&str> = queue
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["product_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["p003", "p001", "p002"]);
         let q = cat.faq[2].question.zh.clone();
         let out = sb.call("search_faq", &args(json!({ "question": q })), 1);
         assert_eq!(

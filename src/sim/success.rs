@@ -22,18 +22,36 @@ const NEUTRAL_TOOLS: [&str; 2] = ["load_skill", "get_room_state"];
 pub fn check(traj: &Trajectory) -> Verdict {
     let mut failures = Vec::new();
     let Some(expected) = traj.task.as_ref().and_then(|t| t.expected.as_ref()) else {
-        return Verdict { success: false, failures: vec!["no task.expected to check against".into()] };
+        return Verdict {
+            success: false,
+            failures: vec!["no task.expected to check against".into()],
+        };
     };
-    let names = traj.harness.as_ref().map(|h| h.names.clone()).unwrap_or_default();
-    let start = traj.meta.get("turn_start").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let names = traj
+        .harness
+        .as_ref()
+        .map(|h| h.names.clone())
+        .unwrap_or_default();
+    let start = traj
+        .meta
+        .get("turn_start")
+        .and_then(Value::as_u64)
+        .unwrap_or(0) as usize;
     let turn = traj.messages.get(start..).unwrap_or(&[]);
     let calls: Vec<(String, Value)> = turn
         .iter()
         .filter(|m| m.role == Role::Assistant)
         .flat_map(|m| &m.tool_calls)
         .map(|c| {
-            let canonical = names.tool_canonical(&c.function.name).unwrap_or("").to_string();
-            let args = c.function.parsed_arguments().map(Value::Object).unwrap_or(Value::Null);
+            let canonical = names
+                .tool_canonical(&c.function.name)
+                .unwrap_or("")
+                .to_string();
+            let args = c
+                .function
+                .parsed_arguments()
+                .map(Value::Object)
+                .unwrap_or(Value::Null);
             (canonical, args)
         })
         .collect();
@@ -43,18 +61,31 @@ pub fn check(traj: &Trajectory) -> Verdict {
         if let Some(r) = reply.as_deref().filter(|r| !r.trim().is_empty()) {
             failures.push(format!("should stay silent but replied {r:?}"));
         }
-        return Verdict { success: failures.is_empty(), failures };
+        return Verdict {
+            success: failures.is_empty(),
+            failures,
+        };
     }
     let Some(reply) = reply.filter(|r| !r.trim().is_empty()) else {
         failures.push("no final reply".into());
-        return Verdict { success: false, failures };
+        return Verdict {
+            success: false,
+            failures,
+        };
     };
     if expected.clarify {
         if !reply.contains('?') && !reply.contains('？') {
-            failures.push(format!("should ask a clarifying question, replied {reply:?}"));
+            failures.push(format!(
+                "should ask a clarifying question, replied {reply:?}"
+            ));
         }
-        if let Some((tool, _)) = calls.iter().find(|(t, _)| !NEUTRAL_TOOLS.contains(&t.as_str())) {
-            failures.push(format!("called {tool} on an ambiguous request instead of asking"));
+        if let Some((tool, _)) = calls
+            .iter()
+            .find(|(t, _)| !NEUTRAL_TOOLS.contains(&t.as_str()))
+        {
+            failures.push(format!(
+                "called {tool} on an ambiguous request instead of asking"
+            ));
         }
     }
     check_calls(traj, expected, &names, &calls, &mut failures);
@@ -70,7 +101,10 @@ pub fn check(traj: &Trajectory) -> Verdict {
             failures.push(format!("reply says forbidden {term:?}"));
         }
     }
-    Verdict { success: failures.is_empty(), failures }
+    Verdict {
+        success: failures.is_empty(),
+        failures,
+    }
 }
 
 /// The text of the last assistant message of the turn, if it is a reply (no tool calls).
@@ -79,27 +113,52 @@ fn final_reply(turn: &[Message]) -> Option<String> {
     last.tool_calls.is_empty().then(|| last.text_content())
 }
 
-fn check_calls(traj: &Trajectory, expected: &Expected, names: &Names, calls: &[(String, Value)], failures: &mut Vec<String>) {
+fn check_calls(
+    traj: &Trajectory,
+    expected: &Expected,
+    names: &Names,
+    calls: &[(String, Value)],
+    failures: &mut Vec<String>,
+) {
     for want in &expected.tool_calls {
         // Only arguments the harness's version of the tool takes can be required.
         let surface = names.tool_surface(&want.tool);
-        let params: Option<Vec<String>> = traj.tools.iter().find(|t| t.function.name == surface).and_then(|t| {
-            t.function.parameters.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect())
-        });
+        let params: Option<Vec<String>> = traj
+            .tools
+            .iter()
+            .find(|t| t.function.name == surface)
+            .and_then(|t| {
+                t.function
+                    .parameters
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+            });
         let hit = calls.iter().any(|(tool, args)| {
             tool == &want.tool
                 && want.args.iter().all(|(k, v)| {
-                    params.as_ref().is_some_and(|p| !p.contains(k)) || args.get(k).is_some_and(|got| same_value(got, v))
+                    params.as_ref().is_some_and(|p| !p.contains(k))
+                        || args.get(k).is_some_and(|got| same_value(got, v))
                 })
         });
         if !hit {
-            failures.push(format!("no call to {} with {}", want.tool, Value::Object(want.args.clone())));
+            failures.push(format!(
+                "no call to {} with {}",
+                want.tool,
+                Value::Object(want.args.clone())
+            ));
         }
     }
 }
 
 /// Skill selection is observable only when the harness loads skill bodies through a tool.
-fn check_skill(traj: &Trajectory, expected: &Expected, names: &Names, calls: &[(String, Value)], failures: &mut Vec<String>) {
+fn check_skill(
+    traj: &Trajectory,
+    expected: &Expected,
+    names: &Names,
+    calls: &[(String, Value)],
+    failures: &mut Vec<String>,
+) {
     let Some(skill) = &expected.skill else { return };
     let load = names.tool_surface("load_skill");
     if !traj.tools.iter().any(|t| t.function.name == load) {
@@ -121,8 +180,12 @@ fn same_value(got: &Value, want: &Value) -> bool {
     match (got, want) {
         (Value::String(a), Value::String(b)) => a.trim().eq_ignore_ascii_case(b.trim()),
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-        (Value::String(a), Value::Number(b)) | (Value::Number(b), Value::String(a)) => a.trim().parse::<f64>().ok() == b.as_f64(),
-        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y)),
+        (Value::String(a), Value::Number(b)) | (Value::Number(b), Value::String(a)) => {
+            a.trim().parse::<f64>().ok() == b.as_f64()
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y))
+        }
         _ => got == want,
     }
 }
@@ -187,6 +250,9 @@ mod tests {
     fn values_compare_loosely() {
         assert!(same_value(&serde_json::json!("2"), &serde_json::json!(2)));
         assert!(same_value(&serde_json::json!(2.0), &serde_json::json!(2)));
-        assert!(!same_value(&serde_json::json!("p001"), &serde_json::json!("p002")));
+        assert!(!same_value(
+            &serde_json::json!("p001"),
+            &serde_json::json!("p002")
+        ));
     }
 }

@@ -48,11 +48,14 @@ pub struct Ask {
     pub product_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sku_id: Option<String>,
-    /// Spec name in English, for `spec` questions.
+    /// Spec name in the room's language, for `spec` questions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+    /// Product category, for after-sales questions (a viewer knows what they bought).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
     /// `return | exchange | warranty | refund`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic: Option<String>,
@@ -77,6 +80,7 @@ impl Ask {
             sku_id: None,
             spec_key: None,
             region: None,
+            category: None,
             topic: None,
             quantity: None,
             order_id: None,
@@ -599,7 +603,7 @@ impl Builder<'_> {
                     &[("p", &reference), ("key", &vars_key)],
                     &[&reference, &vars_key],
                 );
-                ask.spec_key = Some(spec.key.en.clone());
+                ask.spec_key = Some(spec.key.get(lang).to_string());
             }
             Aspect::Stock | Aspect::Buy => {
                 let sku = self.rng.pick(&p.skus).clone();
@@ -655,6 +659,7 @@ impl Builder<'_> {
                     &[&reference, word],
                 );
                 ask.topic = Some(t.0.to_string());
+                ask.category = Some(p.category.clone());
             }
             _ => {
                 let kind = match aspect {
@@ -713,7 +718,7 @@ impl Builder<'_> {
                 e.tool_calls
                     .push(call("get_product_detail", json!({ "product_id": pid })));
                 let key = ask.spec_key.as_deref().unwrap_or_default();
-                if let Some(s) = p.specs.iter().find(|s| s.key.en == key) {
+                if let Some(s) = p.specs.iter().find(|s| s.key.get(lang) == key) {
                     e.facts.push(s.value.get(lang).to_string());
                 }
             }

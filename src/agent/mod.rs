@@ -1,0 +1,8 @@
+//! The agent runtime: runs a policy against a harness in the simulated live room, with the harness's
+//! hooks and limits enforced, and records each episode as a trajectory.
+
+pub mod checks;
+pub mod hooks;
+pub mod runtime;
+
+pub use runtime::{Agent, SimEnv};

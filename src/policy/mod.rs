@@ -1,0 +1,31 @@
+//! Policies: whatever produces the assistant's next message. A scripted oracle teacher, an
+//! OpenAI-compatible endpoint and (later) the local model all sit behind [`Policy`], so the agent runtime
+//! and every stage that rolls out episodes treat them alike.
+
+pub mod oracle;
+
+use anyhow::Result;
+
+use crate::record::{Message, Task, Tool};
+
+/// The conversation so far, as a policy sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Conversation<'a> {
+    /// System prompt, the viewer's messages, and this turn's assistant/tool/feedback messages.
+    pub messages: &'a [Message],
+    /// OpenAI function tools of the harness, as shown to the model.
+    pub tools: &'a [Tool],
+    /// Index in `messages` where the current turn's generated messages begin.
+    pub turn_start: usize,
+    /// The simulated task, when there is one. Only a scripted teacher may read its hidden ground truth;
+    /// model policies must ignore it.
+    pub task: Option<&'a Task>,
+}
+
+/// Produces the next assistant message: text content, optional reasoning and optional tool calls.
+pub trait Policy: Send + Sync {
+    /// A short name for records (`meta.policy`).
+    fn name(&self) -> &str;
+
+    fn respond(&self, conv: &Conversation<'_>) -> Result<Message>;
+}
