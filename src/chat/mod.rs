@@ -2,13 +2,20 @@
 //!
 //! Rendering: [`ChatTemplate`] turns messages and tools into the prompt text a Hugging Face chat
 //! template produces, byte for byte as transformers does (goldens in `testdata/chat/`).
-//! Parsing: [`parse_tool_calls`] and [`split_reasoning`] turn generated text back into content,
+//! Parsing: [`parse_assistant_output`] (with [`split_reasoning`] and [`parse_tool_calls`]) turn generated text back into content,
 //! reasoning and tool calls, in the Qwen3 (hermes JSON) and Qwen3.5/Qwen3-Coder (XML) formats.
 
 mod py_methods;
 pub mod pyjson;
 pub mod pyrepr;
+mod reasoning;
 mod strftime;
 mod template;
+mod tool_calls;
 
+pub use reasoning::{split_reasoning, ReasoningSplit};
 pub use template::{ChatTemplate, RenderInput};
+pub use tool_calls::{
+    find_tool_schema, parse_assistant_output, parse_tool_calls, AssistantOutput, ToolCall,
+    ToolCallError, ToolCallErrorKind, ToolCallFormat,
+};
