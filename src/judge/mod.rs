@@ -2,3 +2,4 @@
 
 pub mod ifeval;
 pub mod verifiable;
+pub mod stats;

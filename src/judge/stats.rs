@@ -83,7 +83,9 @@ pub fn ranks(x: &[f64]) -> Vec<f64> {
 /// ln C(n, k).
 fn ln_choose(n: u64, k: u64) -> f64 {
     let k = k.min(n - k);
-    (0..k).map(|i| ((n - i) as f64).ln() - ((i + 1) as f64).ln()).sum()
+    (0..k)
+        .map(|i| ((n - i) as f64).ln() - ((i + 1) as f64).ln())
+        .sum()
 }
 
 /// The exact two-sided binomial test of `k` successes in `n` trials at p = 0.5 (the sign test): the
@@ -106,7 +108,10 @@ pub fn sign_test(k: u64, n: u64) -> f64 {
 pub fn confusion<T: PartialEq>(labels: &[T], truth: &[T], predicted: &[T]) -> Vec<Vec<u64>> {
     let mut m = vec![vec![0u64; labels.len()]; labels.len()];
     for (t, p) in truth.iter().zip(predicted) {
-        if let (Some(i), Some(j)) = (labels.iter().position(|l| l == t), labels.iter().position(|l| l == p)) {
+        if let (Some(i), Some(j)) = (
+            labels.iter().position(|l| l == t),
+            labels.iter().position(|l| l == p),
+        ) {
             m[i][j] += 1;
         }
     }

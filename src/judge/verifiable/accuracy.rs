@@ -9,7 +9,9 @@ use super::Dimension;
 pub fn score(ep: &Episode) -> Dimension {
     let Some(reply) = &ep.reply else {
         return match ep.expected {
-            Some(e) if e.silent => Dimension::new(1.0, "stayed silent as required: nothing to be wrong about"),
+            Some(e) if e.silent => {
+                Dimension::new(1.0, "stayed silent as required: nothing to be wrong about")
+            }
             _ => Dimension::new(0.0, "no final reply to check"),
         };
     };
@@ -25,10 +27,23 @@ pub fn score(ep: &Episode) -> Dimension {
     let grounded = claimed.len() - invented.len();
     let value = grounded as f64 / claimed.len() as f64;
     if invented.is_empty() {
-        Dimension::new(value, format!("all {} numbers grounded in tool results or the viewer's message", claimed.len()))
+        Dimension::new(
+            value,
+            format!(
+                "all {} numbers grounded in tool results or the viewer's message",
+                claimed.len()
+            ),
+        )
     } else {
         let list: Vec<&str> = invented.iter().map(|s| s.as_str()).collect();
-        Dimension::new(value, format!("invented numbers {} ({grounded}/{} grounded)", list.join(", "), claimed.len()))
+        Dimension::new(
+            value,
+            format!(
+                "invented numbers {} ({grounded}/{} grounded)",
+                list.join(", "),
+                claimed.len()
+            ),
+        )
     }
 }
 
@@ -53,7 +68,10 @@ pub fn numbers(text: &str) -> Vec<String> {
                 if b == b'.' {
                     cur.push('.');
                 } else {
-                    let run = bytes[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+                    let run = bytes[i + 1..]
+                        .iter()
+                        .take_while(|c| c.is_ascii_digit())
+                        .count();
                     if run != 3 {
                         break;
                     }
@@ -89,8 +107,14 @@ mod tests {
 
     #[test]
     fn numbers_normalise_thousands_and_fractions() {
-        assert_eq!(numbers("到手价¥1,299.00，还有23件，3.5折"), vec!["1299", "23", "3.5"]);
-        assert_eq!(numbers("{\"price\":179.0,\"stock\":[3,5]}"), vec!["179", "3", "5"]);
+        assert_eq!(
+            numbers("到手价¥1,299.00，还有23件，3.5折"),
+            vec!["1299", "23", "3.5"]
+        );
+        assert_eq!(
+            numbers("{\"price\":179.0,\"stock\":[3,5]}"),
+            vec!["179", "3", "5"]
+        );
         assert_eq!(numbers("p001 and 2"), vec!["001", "2"]);
         assert!(numbers("没有数字").is_empty());
     }

@@ -34,7 +34,9 @@ impl TokenCounter {
             TokenCounter::Approximate => approximate_tokens(text),
             // An encoding error on text we already hold as UTF-8 cannot come from the input; fall back
             // to the approximation rather than fail the record.
-            TokenCounter::Tokenizer(t) => t.encode(text, false).map_or_else(|_| approximate_tokens(text), |e| e.len()),
+            TokenCounter::Tokenizer(t) => t
+                .encode(text, false)
+                .map_or_else(|_| approximate_tokens(text), |e| e.len()),
         }
     }
 }

@@ -30,21 +30,40 @@ pub fn score(ep: &Episode) -> Dimension {
     let mut notes: Vec<String> = Vec::new();
     if let Some(e) = ep.expected {
         if !e.facts.is_empty() {
-            let missing: Vec<&str> = e.facts.iter().filter(|f| !states(reply, f)).map(String::as_str).collect();
+            let missing: Vec<&str> = e
+                .facts
+                .iter()
+                .filter(|f| !states(reply, f))
+                .map(String::as_str)
+                .collect();
             let stated = e.facts.len() - missing.len();
             parts.push(stated as f64 / e.facts.len() as f64);
             if missing.is_empty() {
                 notes.push(format!("states all {} expected facts", e.facts.len()));
             } else {
-                notes.push(format!("misses facts {} ({stated}/{})", missing.join(", "), e.facts.len()));
+                notes.push(format!(
+                    "misses facts {} ({stated}/{})",
+                    missing.join(", "),
+                    e.facts.len()
+                ));
             }
         }
         if e.clarify {
             let asks = reply.contains('?') || reply.contains('？');
             parts.push(if asks { 1.0 } else { 0.0 });
-            notes.push(if asks { "asks a clarifying question" } else { "does not ask the clarifying question" }.into());
+            notes.push(
+                if asks {
+                    "asks a clarifying question"
+                } else {
+                    "does not ask the clarifying question"
+                }
+                .into(),
+            );
         }
-        if e.tool_calls.iter().any(|c| c.tool == "create_purchase_link") {
+        if e.tool_calls
+            .iter()
+            .any(|c| c.tool == "create_purchase_link")
+        {
             let links: Vec<&str> = ep
                 .calls
                 .iter()
@@ -54,7 +73,14 @@ pub fn score(ep: &Episode) -> Dimension {
                 .collect();
             let hands_over = links.iter().any(|l| reply.contains(l));
             parts.push(if hands_over { 1.0 } else { 0.0 });
-            notes.push(if hands_over { "hands over the purchase link" } else { "does not hand over a purchase link" }.into());
+            notes.push(
+                if hands_over {
+                    "hands over the purchase link"
+                } else {
+                    "does not hand over a purchase link"
+                }
+                .into(),
+            );
         }
     }
     let mut value = if parts.is_empty() {
@@ -66,7 +92,12 @@ pub fn score(ep: &Episode) -> Dimension {
 
     if let Some(e) = ep.expected {
         let lower = reply.to_lowercase();
-        let said: Vec<&str> = e.forbidden.iter().filter(|t| !t.is_empty() && lower.contains(&t.to_lowercase())).map(String::as_str).collect();
+        let said: Vec<&str> = e
+            .forbidden
+            .iter()
+            .filter(|t| !t.is_empty() && lower.contains(&t.to_lowercase()))
+            .map(String::as_str)
+            .collect();
         if !said.is_empty() {
             value = 0.0;
             notes.push(format!("says forbidden {}", said.join(", ")));
@@ -76,7 +107,10 @@ pub fn score(ep: &Episode) -> Dimension {
     match ep.max_reply_chars {
         Some((max, source)) if chars > max => {
             value *= OVER_LENGTH_FACTOR;
-            notes.push(format!("{chars} chars over the limit {max} ({})", source.as_str()));
+            notes.push(format!(
+                "{chars} chars over the limit {max} ({})",
+                source.as_str()
+            ));
         }
         Some((max, _)) => notes.push(format!("{chars}/{max} chars")),
         None => notes.push(format!("{chars} chars, no length limit found")),
@@ -90,7 +124,11 @@ fn urls(text: &str) -> Vec<&str> {
     let mut rest = text;
     while let Some(i) = rest.find("http") {
         let tail = &rest[i..];
-        let end = tail.find(|c: char| c == '"' || c == '\'' || c.is_whitespace() || c == '<' || c == '>' || c == ')').unwrap_or(tail.len());
+        let end = tail
+            .find(|c: char| {
+                c == '"' || c == '\'' || c.is_whitespace() || c == '<' || c == '>' || c == ')'
+            })
+            .unwrap_or(tail.len());
         let url = &tail[..end];
         if url.starts_with("http://") || url.starts_with("https://") {
             out.push(url);
@@ -107,6 +145,9 @@ mod tests {
     #[test]
     fn urls_are_cut_at_json_quotes() {
         let t = r#"{"link":"https://live.example.com/buy/p001?sku=s1&qty=1","x":"httpd"}"#;
-        assert_eq!(urls(t), vec!["https://live.example.com/buy/p001?sku=s1&qty=1"]);
+        assert_eq!(
+            urls(t),
+            vec!["https://live.example.com/buy/p001?sku=s1&qty=1"]
+        );
     }
 }

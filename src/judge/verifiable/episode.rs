@@ -28,7 +28,9 @@ impl Call {
     /// Whether the result is a failure the assistant had to handle: no answer, an `error` object, text
     /// that is not JSON (a truncated or HTML body), or an empty object.
     pub fn failed(&self) -> bool {
-        let Some(text) = &self.result else { return true };
+        let Some(text) = &self.result else {
+            return true;
+        };
         match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(map)) => map.is_empty() || map.contains_key("error"),
             Ok(_) => false,
@@ -78,10 +80,22 @@ impl<'a> Episode<'a> {
     /// Read the turn that starts at `meta.turn_start` (0 when absent: the whole conversation).
     pub fn read(traj: &'a Trajectory) -> Episode<'a> {
         let expected = traj.task.as_ref().and_then(|t| t.expected.as_ref());
-        let names = traj.harness.as_ref().map(|h| h.names.clone()).unwrap_or_default();
-        let start = traj.meta.get("turn_start").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let names = traj
+            .harness
+            .as_ref()
+            .map(|h| h.names.clone())
+            .unwrap_or_default();
+        let start = traj
+            .meta
+            .get("turn_start")
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as usize;
         let turn = traj.messages.get(start..).unwrap_or(&[]);
-        let offered: Vec<&str> = traj.tools.iter().map(|t| t.function.name.as_str()).collect();
+        let offered: Vec<&str> = traj
+            .tools
+            .iter()
+            .map(|t| t.function.name.as_str())
+            .collect();
 
         let mut calls: Vec<Call> = Vec::new();
         let mut ids: Vec<String> = Vec::new();
@@ -138,9 +152,23 @@ impl<'a> Episode<'a> {
             .map(|m| strip_think(&m.text_content()))
             .filter(|r| !r.trim().is_empty());
         let max_reply_chars = limit_from(&traj.meta, LimitSource::Meta)
-            .or_else(|| traj.harness.as_ref().and_then(|h| limit_from(&h.extra, LimitSource::Harness)))
+            .or_else(|| {
+                traj.harness
+                    .as_ref()
+                    .and_then(|h| limit_from(&h.extra, LimitSource::Harness))
+            })
             .or_else(|| limit_in_prompt(&system).map(|n| (n, LimitSource::SystemPrompt)));
-        Episode { expected, names, offered, calls, reply, user, system, reasoning, max_reply_chars }
+        Episode {
+            expected,
+            names,
+            offered,
+            calls,
+            reply,
+            user,
+            system,
+            reasoning,
+            max_reply_chars,
+        }
     }
 
     /// Tool results of the turn, in call order.
@@ -168,7 +196,9 @@ fn push_line(buf: &mut String, text: &str) {
 /// `{"limits": {"max_reply_chars": N}}` in a meta or harness object.
 fn limit_from(map: &Map<String, Value>, source: LimitSource) -> Option<(u64, LimitSource)> {
     let n = map.get("limits")?.get("max_reply_chars")?;
-    n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)).map(|n| (n, source))
+    n.as_u64()
+        .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+        .map(|n| (n, source))
 }
 
 /// The reply limit as the prompt pipeline words it ("不超过 120 个字", "within 120 characters", "at most
@@ -180,7 +210,11 @@ fn limit_in_prompt(system: &str) -> Option<u64> {
             .expect("limit pattern is valid")
     });
     re.captures_iter(system)
-        .filter_map(|c| c.get(1).or_else(|| c.get(2)).and_then(|m| m.as_str().parse::<u64>().ok()))
+        .filter_map(|c| {
+            c.get(1)
+                .or_else(|| c.get(2))
+                .and_then(|m| m.as_str().parse::<u64>().ok())
+        })
         .min()
 }
 
@@ -194,7 +228,10 @@ fn think_block(content: &str) -> Option<String> {
 /// The content without a leading `<think>…</think>` block: the spoken reply.
 fn strip_think(content: &str) -> String {
     let trimmed = content.trim_start();
-    match trimmed.strip_prefix("<think>").and_then(|rest| rest.find("</think>").map(|e| &rest[e + 8..])) {
+    match trimmed
+        .strip_prefix("<think>")
+        .and_then(|rest| rest.find("</think>").map(|e| &rest[e + 8..]))
+    {
         Some(after) => after.trim().to_string(),
         None => content.to_string(),
     }
@@ -206,15 +243,26 @@ mod tests {
 
     #[test]
     fn prompt_limits_take_the_tightest_wording() {
-        assert_eq!(limit_in_prompt("每条回复不超过 120 个字，口语化。Keep every reply within 120 characters"), Some(120));
-        assert_eq!(limit_in_prompt("Reply in at most 300 characters; never more than 80 chars when busy"), Some(80));
+        assert_eq!(
+            limit_in_prompt(
+                "每条回复不超过 120 个字，口语化。Keep every reply within 120 characters"
+            ),
+            Some(120)
+        );
+        assert_eq!(
+            limit_in_prompt("Reply in at most 300 characters; never more than 80 chars when busy"),
+            Some(80)
+        );
         assert_eq!(limit_in_prompt("回复不超过60字"), Some(60));
         assert_eq!(limit_in_prompt("be brief"), None);
     }
 
     #[test]
     fn think_blocks_split_from_the_reply() {
-        assert_eq!(think_block("<think>price?</think>¥199"), Some("price?".into()));
+        assert_eq!(
+            think_block("<think>price?</think>¥199"),
+            Some("price?".into())
+        );
         assert_eq!(strip_think("<think>price?</think> ¥199"), "¥199");
         assert_eq!(strip_think("plain"), "plain");
     }

@@ -32,7 +32,11 @@ pub struct Dimension {
 
 impl Dimension {
     pub fn new(value: f64, reason: impl Into<String>) -> Dimension {
-        Dimension { value: value.clamp(0.0, 1.0), reason: reason.into(), details: None }
+        Dimension {
+            value: value.clamp(0.0, 1.0),
+            reason: reason.into(),
+            details: None,
+        }
     }
 
     pub fn with_details(mut self, details: Value) -> Dimension {
@@ -97,7 +101,10 @@ pub fn score(traj: &mut Trajectory, counter: &TokenCounter) {
     reasons.insert("effectiveness".into(), json!(v.effectiveness.reason));
     reasons.insert("tool_rationality".into(), json!(v.tool_rationality.reason));
     reasons.insert("skill_selection".into(), json!(skill_reason));
-    reasons.insert("cot_length".into(), json!(format!("{} reasoning tokens", v.cot_tokens)));
+    reasons.insert(
+        "cot_length".into(),
+        json!(format!("{} reasoning tokens", v.cot_tokens)),
+    );
     s.extra.insert("reasons".into(), Value::Object(reasons));
     s.extra.insert(
         "details".into(),

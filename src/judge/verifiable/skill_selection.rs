@@ -33,13 +33,25 @@ pub fn score(traj: &Trajectory, ep: &Episode) -> Option<Dimension> {
         chosen.extend(list.iter().filter_map(Value::as_str));
     }
     let mut seen: Vec<&str> = Vec::new();
-    chosen.retain(|s| if seen.contains(s) { false } else { seen.push(s); true });
+    chosen.retain(|s| {
+        if seen.contains(s) {
+            false
+        } else {
+            seen.push(s);
+            true
+        }
+    });
     let offered = ep.offered.is_empty() || ep.offered.contains(&load);
     if chosen.is_empty() && !offered {
         return None;
     }
     let canonical: Vec<Option<&str>> = chosen.iter().map(|s| ep.names.skill_canonical(s)).collect();
-    let unknown: Vec<&str> = chosen.iter().zip(&canonical).filter(|(_, c)| c.is_none()).map(|(s, _)| *s).collect();
+    let unknown: Vec<&str> = chosen
+        .iter()
+        .zip(&canonical)
+        .filter(|(_, c)| c.is_none())
+        .map(|(s, _)| *s)
+        .collect();
     let hit = canonical.contains(&Some(want));
     let surface = ep.names.skill_surface(want);
     let mut reason = match (hit, chosen.len()) {
@@ -49,7 +61,10 @@ pub fn score(traj: &Trajectory, ep: &Episode) -> Option<Dimension> {
         (false, _) => format!("chose {} instead of {surface} ({want})", chosen.join(", ")),
     };
     if !unknown.is_empty() {
-        reason.push_str(&format!("; names not in this harness: {}", unknown.join(", ")));
+        reason.push_str(&format!(
+            "; names not in this harness: {}",
+            unknown.join(", ")
+        ));
     }
     let value = match (hit, chosen.len()) {
         (true, n) if n <= FOCUSED => 1.0,

@@ -31,7 +31,8 @@ pub fn score(traj: &Trajectory, ep: &Episode) -> Dimension {
             c.canonical.as_deref() == Some(want.tool.as_str())
                 && c.args.as_ref().is_ok_and(|args| {
                     want.args.iter().all(|(k, v)| {
-                        params.as_ref().is_some_and(|p| !p.contains(k)) || args.get(k).is_some_and(|got| same_value(got, v))
+                        params.as_ref().is_some_and(|p| !p.contains(k))
+                            || args.get(k).is_some_and(|got| same_value(got, v))
                     })
                 })
         });
@@ -42,7 +43,8 @@ pub fn score(traj: &Trajectory, ep: &Episode) -> Dimension {
     let matched = needed.len() - missed.len();
 
     let quiet = ep.expected.is_some_and(|e| e.clarify || e.silent);
-    let (mut hallucinated, mut malformed, mut redundant, mut unnecessary) = (Vec::new(), 0usize, Vec::new(), Vec::new());
+    let (mut hallucinated, mut malformed, mut redundant, mut unnecessary) =
+        (Vec::new(), 0usize, Vec::new(), Vec::new());
     for (i, c) in ep.calls.iter().enumerate() {
         let Some(canonical) = &c.canonical else {
             hallucinated.push(c.surface.as_str());
@@ -57,15 +59,32 @@ pub fn score(traj: &Trajectory, ep: &Episode) -> Dimension {
         }
     }
     let bad = hallucinated.len() + malformed + redundant.len() + unnecessary.len();
-    let failed: Vec<usize> = (0..ep.calls.len()).filter(|&i| ep.calls[i].canonical.is_some() && ep.calls[i].failed()).collect();
+    let failed: Vec<usize> = (0..ep.calls.len())
+        .filter(|&i| ep.calls[i].canonical.is_some() && ep.calls[i].failed())
+        .collect();
     let recovered = failed
         .iter()
-        .filter(|&&i| ep.calls[i + 1..].iter().any(|later| later.canonical == ep.calls[i].canonical))
+        .filter(|&&i| {
+            ep.calls[i + 1..]
+                .iter()
+                .any(|later| later.canonical == ep.calls[i].canonical)
+        })
         .count();
 
-    let ratio = |num: usize, den: usize| if den == 0 { 1.0 } else { num as f64 / den as f64 };
+    let ratio = |num: usize, den: usize| {
+        if den == 0 {
+            1.0
+        } else {
+            num as f64 / den as f64
+        }
+    };
     let recall = ratio(matched, needed.len());
-    let precision = 1.0 - if ep.calls.is_empty() { 0.0 } else { bad as f64 / ep.calls.len() as f64 };
+    let precision = 1.0
+        - if ep.calls.is_empty() {
+            0.0
+        } else {
+            bad as f64 / ep.calls.len() as f64
+        };
     let recovery = ratio(recovered, failed.len());
 
     if needed.is_empty() {
@@ -73,19 +92,32 @@ pub fn score(traj: &Trajectory, ep: &Episode) -> Dimension {
     } else if missed.is_empty() {
         notes.push(format!("all {} required calls made", needed.len()));
     } else {
-        notes.push(format!("missing or wrong-argument calls to {} ({matched}/{})", missed.join(", "), needed.len()));
+        notes.push(format!(
+            "missing or wrong-argument calls to {} ({matched}/{})",
+            missed.join(", "),
+            needed.len()
+        ));
     }
     if !hallucinated.is_empty() {
-        notes.push(format!("called tools not offered: {}", hallucinated.join(", ")));
+        notes.push(format!(
+            "called tools not offered: {}",
+            hallucinated.join(", ")
+        ));
     }
     if malformed > 0 {
         notes.push(format!("{malformed} calls with malformed arguments"));
     }
     if !redundant.is_empty() {
-        notes.push(format!("repeated successful calls: {}", redundant.join(", ")));
+        notes.push(format!(
+            "repeated successful calls: {}",
+            redundant.join(", ")
+        ));
     }
     if !unnecessary.is_empty() {
-        notes.push(format!("data calls where none was wanted: {}", unnecessary.join(", ")));
+        notes.push(format!(
+            "data calls where none was wanted: {}",
+            unnecessary.join(", ")
+        ));
     }
     if !failed.is_empty() {
         notes.push(format!("{recovered}/{} failed calls retried", failed.len()));
@@ -103,7 +135,13 @@ fn schema_params(traj: &Trajectory, surface: &str) -> Option<Vec<String>> {
     traj.tools
         .iter()
         .find(|t| t.function.name == surface)
-        .and_then(|t| t.function.parameters.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()))
+        .and_then(|t| {
+            t.function
+                .parameters
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+        })
 }
 
 /// Same tool and same arguments, compared as values (key order and number spelling do not matter).
@@ -116,7 +154,9 @@ fn same_call(a: &Call, b: &Call) -> bool {
 }
 
 fn same_map(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-    a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| same_value(v, w)))
+    a.len() == b.len()
+        && a.iter()
+            .all(|(k, v)| b.get(k).is_some_and(|w| same_value(v, w)))
 }
 
 /// Equal as JSON, with strings compared trimmed and case-insensitively and numbers by value, so "2",
@@ -128,7 +168,9 @@ pub fn same_value(got: &Value, want: &Value) -> bool {
         (Value::String(a), Value::Number(b)) | (Value::Number(b), Value::String(a)) => {
             a.trim().parse::<f64>().ok() == b.as_f64()
         }
-        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y)),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y))
+        }
         (Value::Object(a), Value::Object(b)) => same_map(a, b),
         _ => got == want,
     }
