@@ -23,6 +23,9 @@ enum Group {
     /// Validate, render, list tools of, and hash a harness directory.
     #[command(subcommand)]
     Harness(hat::harness::cli::HarnessCommand),
+    /// Render chat templates exactly as transformers does; parse generated tool calls.
+    #[command(subcommand)]
+    Chat(hat::chat::cli::ChatCommand),
 }
 
 fn main() -> ExitCode {
@@ -30,6 +33,7 @@ fn main() -> ExitCode {
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
     let result = match &cli.group {
         Group::Harness(cmd) => hat::harness::cli::run(cmd, &mut out, &mut err),
+        Group::Chat(cmd) => hat::chat::cli::run(cmd, &mut std::io::stdin().lock(), &mut out),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -5,6 +5,7 @@
 //! Parsing: [`parse_assistant_output`] (with [`split_reasoning`] and [`parse_tool_calls`]) turn generated text back into content,
 //! reasoning and tool calls, in the Qwen3 (hermes JSON) and Qwen3.5/Qwen3-Coder (XML) formats.
 
+pub mod cli;
 mod py_methods;
 pub mod pyjson;
 pub mod pyrepr;

@@ -121,6 +121,25 @@ pub enum ToolCallErrorKind {
     UnexpectedText,
 }
 
+impl ToolCallErrorKind {
+    /// Stable snake_case name, for reports and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            ToolCallErrorKind::UnclosedThink => "unclosed_think",
+            ToolCallErrorKind::UnclosedToolCall => "unclosed_tool_call",
+            ToolCallErrorKind::InvalidJson => "invalid_json",
+            ToolCallErrorKind::MissingName => "missing_name",
+            ToolCallErrorKind::ArgumentsNotObject => "arguments_not_object",
+            ToolCallErrorKind::UnknownFunctionForm => "unknown_function_form",
+            ToolCallErrorKind::UnclosedFunction => "unclosed_function",
+            ToolCallErrorKind::UnclosedParameter => "unclosed_parameter",
+            ToolCallErrorKind::InvalidParameter => "invalid_parameter",
+            ToolCallErrorKind::UnknownTool => "unknown_tool",
+            ToolCallErrorKind::UnexpectedText => "unexpected_text",
+        }
+    }
+}
+
 /// A parse failure at a byte offset of the generated text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCallError {
