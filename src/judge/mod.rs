@@ -3,3 +3,7 @@
 pub mod ifeval;
 pub mod verifiable;
 pub mod stats;
+pub mod compare;
+pub mod metric;
+pub mod report;
+pub mod rubric;
