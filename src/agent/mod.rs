@@ -3,6 +3,7 @@
 
 pub mod checks;
 pub mod hooks;
+pub mod rollout;
 pub mod runtime;
 
 pub use runtime::{Agent, SimEnv};

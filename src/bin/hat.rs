@@ -23,9 +23,15 @@ enum Group {
     /// Validate, render, list tools of, and hash a harness directory.
     #[command(subcommand)]
     Harness(hat::harness::cli::HarnessCommand),
+    /// Check, normalise, filter or shard trajectory JSONL.
+    #[command(subcommand)]
+    Records(hat::records_cli::RecordsCommand),
     /// Render chat templates exactly as transformers does; parse generated tool calls.
     #[command(subcommand)]
     Chat(hat::chat::cli::ChatCommand),
+    /// Live-room simulator: catalog, viewer tasks, and policy rollouts with faults and hooks.
+    #[command(subcommand)]
+    Sim(hat::sim::cli::SimCommand),
 }
 
 fn main() -> ExitCode {
@@ -33,7 +39,9 @@ fn main() -> ExitCode {
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
     let result = match &cli.group {
         Group::Harness(cmd) => hat::harness::cli::run(cmd, &mut out, &mut err),
+        Group::Records(cmd) => hat::records_cli::run(cmd, &mut err),
         Group::Chat(cmd) => hat::chat::cli::run(cmd, &mut std::io::stdin().lock(), &mut out),
+        Group::Sim(cmd) => hat::sim::cli::run(cmd, &mut err),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -16,8 +16,9 @@ use crate::record::{FunctionCall, Intent, Message, Names, Role, ToolCall};
 use crate::sim::catalog::Lang;
 use crate::sim::tasks::{skill_for, Ask, Aspect};
 
-/// Attempts per tool call before the oracle gives up on it (faults are transient).
-const MAX_ATTEMPTS: usize = 3;
+/// Attempts per tool call before the oracle gives up on it. Faults are transient, so retrying is right;
+/// the harness's round and tool-call budgets usually bind first.
+const MAX_ATTEMPTS: usize = 5;
 
 pub struct Oracle {
     names: Names,

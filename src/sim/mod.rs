@@ -2,6 +2,7 @@
 //! faults, and a success check against the task's canonical ground truth.
 
 pub mod catalog;
+pub mod cli;
 pub mod context;
 pub mod faults;
 pub mod noise;

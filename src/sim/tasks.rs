@@ -606,7 +606,14 @@ impl Builder<'_> {
                 ask.spec_key = Some(spec.key.get(lang).to_string());
             }
             Aspect::Stock | Aspect::Buy => {
-                let sku = self.rng.pick(&p.skus).clone();
+                // A viewer buying picks what is on sale; stock questions may hit a sold-out SKU.
+                let in_stock: Vec<_> = p.skus.iter().filter(|s| s.stock > 0).cloned().collect();
+                let pool = if aspect == Aspect::Buy && !in_stock.is_empty() {
+                    &in_stock
+                } else {
+                    &p.skus
+                };
+                let sku = self.rng.pick(pool).clone();
                 let mut label = sku.color.get(lang).to_string();
                 if let Some(size) = &sku.size {
                     label = if lang == Lang::Zh {

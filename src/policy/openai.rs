@@ -1,0 +1,211 @@
+//! A policy backed by any OpenAI-compatible chat-completions endpoint (vLLM, SGLang, llama.cpp, a hosted
+//! API): the conversation and the harness's tools go out, the assistant message (content, reasoning,
+//! structured tool calls) comes back. Blocking HTTP with a timeout per request and bounded retries on
+//! transport errors, 429 and 5xx; rollout concurrency comes from the caller's thread pool.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Map, Value};
+
+use super::{Conversation, Policy};
+use crate::record::{Message, Role};
+
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    /// Base URL up to the version, e.g. `http://localhost:8000/v1`.
+    pub url: String,
+    pub model: String,
+    pub api_key: Option<String>,
+    pub timeout: Duration,
+    /// Extra attempts after a failed request.
+    pub retries: u32,
+    pub temperature: f64,
+    pub max_tokens: u32,
+    /// Merged into every request body (e.g. `{"chat_template_kwargs": {"enable_thinking": false}}`).
+    pub extra_body: Map<String, Value>,
+}
+
+impl OpenAiConfig {
+    pub fn new(url: impl Into<String>, model: impl Into<String>) -> OpenAiConfig {
+        OpenAiConfig {
+            url: url.into(),
+            model: model.into(),
+            api_key: None,
+            timeout: Duration::from_secs(60),
+            retries: 2,
+            temperature: 0.0,
+            max_tokens: 1024,
+            extra_body: Map::new(),
+        }
+    }
+}
+
+pub struct OpenAi {
+    cfg: OpenAiConfig,
+    endpoint: String,
+    http: ureq::Agent,
+}
+
+impl OpenAi {
+    pub fn new(cfg: OpenAiConfig) -> OpenAi {
+        let endpoint = format!("{}/chat/completions", cfg.url.trim_end_matches('/'));
+        let http = ureq::AgentBuilder::new().timeout(cfg.timeout).build();
+        OpenAi {
+            cfg,
+            endpoint,
+            http,
+        }
+    }
+
+    /// The request body for a conversation.
+    pub fn body(&self, conv: &Conversation<'_>) -> Value {
+        let mut body = json!({
+            "model": self.cfg.model,
+            "messages": conv.messages,
+            "temperature": self.cfg.temperature,
+            "max_tokens": self.cfg.max_tokens,
+        });
+        if !conv.tools.is_empty() {
+            body["tools"] = json!(conv.tools);
+            body["tool_choice"] = json!("auto");
+        }
+        for (k, v) in &self.cfg.extra_body {
+            body[k] = v.clone();
+        }
+        body
+    }
+
+    fn post(&self, body: &str) -> Result<String> {
+        let mut last = None;
+        for attempt in 0..=self.cfg.retries {
+            if attempt > 0 {
+                std::thread::sleep(Duration::from_millis(500 << (attempt - 1).min(4)));
+            }
+            let mut req = self
+                .http
+                .post(&self.endpoint)
+                .set("Content-Type", "application/json");
+            if let Some(key) = &self.cfg.api_key {
+                req = req.set("Authorization", &format!("Bearer {key}"));
+            }
+            match req.send_string(body) {
+                Ok(resp) => return resp.into_string().context("reading the response body"),
+                Err(ureq::Error::Status(code, resp)) if code == 429 || code >= 500 => {
+                    last = Some(format!(
+                        "HTTP {code}: {}",
+                        resp.into_string().unwrap_or_default()
+                    ));
+                }
+                Err(ureq::Error::Status(code, resp)) => {
+                    bail!(
+                        "{} answered HTTP {code}: {}",
+                        self.endpoint,
+                        resp.into_string().unwrap_or_default()
+                    )
+                }
+                Err(e) => last = Some(e.to_string()),
+            }
+        }
+        bail!(
+            "{} failed after {} attempts: {}",
+            self.endpoint,
+            self.cfg.retries + 1,
+            last.unwrap_or_default()
+        )
+    }
+}
+
+/// The assistant message of a chat-completions response.
+pub fn parse_response(text: &str) -> Result<Message> {
+    let v: Value = serde_json::from_str(text).context("the response is not JSON")?;
+    let msg = v.pointer("/choices/0/message").with_context(|| {
+        format!(
+            "the response has no choices[0].message: {}",
+            truncate(text, 300)
+        )
+    })?;
+    let mut m: Message =
+        serde_json::from_value(msg.clone()).context("choices[0].message is not a chat message")?;
+    m.role = Role::Assistant;
+    // Some servers name the reasoning field `reasoning`.
+    if m.reasoning_content.is_none() {
+        if let Some(r) = m
+            .extra
+            .remove("reasoning")
+            .and_then(|r| r.as_str().map(str::to_string))
+        {
+            m.reasoning_content = Some(r);
+        }
+    }
+    Ok(m)
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+impl Policy for OpenAi {
+    fn name(&self) -> &str {
+        &self.cfg.model
+    }
+
+    fn respond(&self, conv: &Conversation<'_>) -> Result<Message> {
+        let body = self.body(conv).to_string();
+        parse_response(&self.post(&body)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_parse_with_tool_calls_and_reasoning() {
+        let text = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":null,"reasoning":"think",
+            "tool_calls":[{"id":"c1","type":"function","function":{"name":"get_promotions","arguments":"{\"product_id\":\"p1\"}"}}]}}]}"#;
+        let m = parse_response(text).unwrap();
+        assert_eq!(m.tool_calls[0].function.name, "get_promotions");
+        assert_eq!(m.reasoning_content.as_deref(), Some("think"));
+        assert!(parse_response(r#"{"error":"x"}"#).is_err());
+        assert!(parse_response("nope").is_err());
+    }
+
+    #[test]
+    fn body_carries_tools_and_extra_fields() {
+        let mut cfg = OpenAiConfig::new("http://x/v1/", "m");
+        cfg.extra_body.insert(
+            "chat_template_kwargs".into(),
+            json!({"enable_thinking": false}),
+        );
+        let client = OpenAi::new(cfg);
+        assert_eq!(client.endpoint, "http://x/v1/chat/completions");
+        let msgs = [Message::text(Role::User, "hi")];
+        let conv = Conversation {
+            messages: &msgs,
+            tools: &[],
+            turn_start: 1,
+            task: None,
+        };
+        let b = client.body(&conv);
+        assert_eq!(b["messages"][0]["content"], "hi");
+        assert!(b.get("tools").is_none());
+        assert_eq!(b["chat_template_kwargs"]["enable_thinking"], false);
+    }
+
+    #[test]
+    fn unreachable_endpoints_fail_with_context() {
+        let mut cfg = OpenAiConfig::new("http://127.0.0.1:9/v1", "m");
+        cfg.retries = 0;
+        cfg.timeout = Duration::from_millis(500);
+        let msgs = [Message::text(Role::User, "hi")];
+        let conv = Conversation {
+            messages: &msgs,
+            tools: &[],
+            turn_start: 1,
+            task: None,
+        };
+        let err = OpenAi::new(cfg).respond(&conv).unwrap_err();
+        assert!(format!("{err:#}").contains("127.0.0.1:9"), "{err:#}");
+    }
+}

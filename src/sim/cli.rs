@@ -1,0 +1,269 @@
+//! `hat sim …`: generate a catalog, generate tasks, and roll out a policy in the simulated live room.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::catalog::{Catalog, Split};
+use super::faults::FaultPlan;
+use super::tasks::{self, Mix, TaskConfig};
+use crate::agent::rollout::{run_batch, Summary};
+use crate::agent::{Agent, SimEnv};
+use crate::harness::Harness;
+use crate::jsonl::{JsonlArgs, JsonlWriter};
+use crate::policy::openai::{OpenAi, OpenAiConfig};
+use crate::policy::oracle::Oracle;
+use crate::policy::Policy;
+use crate::record::{Names, Trajectory};
+
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Generate a product catalog (JSON) from a seed.
+    Catalog(CatalogArgs),
+    /// Generate viewer tasks (JSONL trajectories with `task` and the viewer's messages).
+    Tasks(TasksArgs),
+    /// Run a policy on tasks under a harness; write trajectories, print a success summary on stderr.
+    Rollout(RolloutArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogSource {
+    /// Catalog JSON file (from `hat sim catalog`); without it one is generated from --catalog-seed.
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+    #[arg(long, default_value_t = 7)]
+    pub catalog_seed: u64,
+    /// Products in a generated catalog.
+    #[arg(long, default_value_t = 40)]
+    pub products: usize,
+}
+
+impl CatalogSource {
+    pub fn load(&self) -> Result<Catalog> {
+        match &self.catalog {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading catalog {}", path.display()))?;
+                serde_json::from_str(&text)
+                    .with_context(|| format!("{} is not a catalog", path.display()))
+            }
+            None => Ok(Catalog::generate(self.catalog_seed, self.products)),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CatalogArgs {
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 40)]
+    pub products: usize,
+    /// Output file, or `-` for stdout.
+    #[arg(short, long, default_value = "-")]
+    pub output: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TasksArgs {
+    #[arg(long, default_value_t = 1000)]
+    pub n: usize,
+    #[arg(long, value_enum, default_value_t = Split::Train)]
+    pub split: Split,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Intent weights, e.g. `product_qa=46,chat=19,clarify=16,after_sales=7,promotion=4,presentation_order=2,faq=2,silent_refusal=0.8`.
+    #[arg(long)]
+    pub mix: Option<Mix>,
+    /// Share of English rooms.
+    #[arg(long, default_value_t = 0.3)]
+    pub en_share: f64,
+    /// Strength of slang/typo noise on viewer messages (0 = clean).
+    #[arg(long, default_value_t = 0.3)]
+    pub noise: f64,
+    #[command(flatten)]
+    pub catalog: CatalogSource,
+    #[arg(short, long, default_value = "-")]
+    pub output: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyKind {
+    Oracle,
+    Openai,
+}
+
+#[derive(Debug, Args)]
+pub struct RolloutArgs {
+    /// Harness directory.
+    #[arg(long)]
+    pub harness: PathBuf,
+    /// Canonical → surface names of this harness (JSON `{"tools": {...}, "skills": {...}}`); identity without.
+    #[arg(long, value_name = "FILE")]
+    pub names: Option<PathBuf>,
+    /// Task JSONL (same as --input).
+    #[arg(long, value_name = "FILE")]
+    pub tasks: Option<String>,
+    #[command(flatten)]
+    pub io: JsonlArgs,
+    #[command(flatten)]
+    pub catalog: CatalogSource,
+    /// Injected faults: `timeout=0.1,malformed=0.05,permission_denied=0.02,empty=0.05`, optionally per tool
+    /// (`check_inventory:timeout=0.3`).
+    #[arg(long, default_value = "")]
+    pub faults: FaultPlan,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = PolicyKind::Oracle)]
+    pub policy: PolicyKind,
+    /// OpenAI-compatible base URL (with /v1).
+    #[arg(long, default_value = "http://localhost:8000/v1")]
+    pub url: String,
+    #[arg(long, default_value = "default")]
+    pub model: String,
+    /// API key (or OPENAI_API_KEY).
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Per-request timeout in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub request_timeout: u64,
+    #[arg(long, default_value_t = 2)]
+    pub retries: u32,
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Episodes run at once.
+    #[arg(long, default_value_t = 2)]
+    pub concurrency: usize,
+    /// Exit with status 1 when the success rate is below this (0–1).
+    #[arg(long)]
+    pub min_success: Option<f64>,
+}
+
+/// Run a `hat sim` command; the return value is the process exit status.
+pub fn run(cmd: &SimCommand, err: &mut dyn std::io::Write) -> Result<i32> {
+    match cmd {
+        SimCommand::Catalog(a) => {
+            let cat = Catalog::generate(a.seed, a.products);
+            let mut text = serde_json::to_string_pretty(&cat)?;
+            text.push('\n');
+            write_text(&a.output, &text)?;
+            Ok(0)
+        }
+        SimCommand::Tasks(a) => {
+            let catalog = a.catalog.load()?;
+            let mut cfg = TaskConfig::new(a.split, a.seed);
+            if let Some(m) = &a.mix {
+                cfg.mix = m.clone();
+            }
+            cfg.en_share = a.en_share;
+            cfg.noise = a.noise;
+            let out = tasks::generate(&catalog, &cfg, a.n)?;
+            let mut w = JsonlWriter::create(&a.output)?;
+            for t in &out {
+                w.write(t)?;
+            }
+            w.finish()?;
+            writeln!(
+                err,
+                "hat sim tasks: {} {} tasks (seed {})",
+                out.len(),
+                tasks::split_name(a.split),
+                a.seed
+            )?;
+            Ok(0)
+        }
+        SimCommand::Rollout(a) => rollout(a, err),
+    }
+}
+
+fn write_text(path: &str, text: &str) -> Result<()> {
+    if path == "-" {
+        use std::io::Write;
+        std::io::stdout().lock().write_all(text.as_bytes())?;
+        Ok(())
+    } else {
+        std::fs::write(path, text).with_context(|| format!("writing {path}"))
+    }
+}
+
+fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
+    let harness = Harness::load(&a.harness)?;
+    let names: Names = match &a.names {
+        Some(p) => serde_json::from_str(
+            &std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+        )
+        .with_context(|| format!("{} is not a names map", p.display()))?,
+        None => Names::default(),
+    };
+    let catalog = a.catalog.load()?;
+    let agent = Agent::new(&harness, names.clone())?;
+    let policy: Box<dyn Policy> = match a.policy {
+        PolicyKind::Oracle => Box::new(Oracle::new(&harness, names)),
+        PolicyKind::Openai => {
+            let mut cfg = OpenAiConfig::new(&a.url, &a.model);
+            cfg.api_key = a.api_key.clone();
+            cfg.timeout = Duration::from_secs(a.request_timeout.max(1));
+            cfg.retries = a.retries;
+            cfg.temperature = a.temperature;
+            Box::new(OpenAi::new(cfg))
+        }
+    };
+    if a.concurrency == 0 {
+        bail!("--concurrency must be at least 1");
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(a.concurrency)
+        .build()
+        .context("building the thread pool")?;
+    let env = SimEnv {
+        catalog: &catalog,
+        faults: &a.faults,
+        seed: a.seed,
+    };
+    let mut io = a.io.clone();
+    if let Some(t) = &a.tasks {
+        io.input = t.clone();
+    }
+    let mut records = io.records::<Trajectory>()?;
+    let mut writer = io.writer()?;
+    let mut summary = Summary::default();
+    let started = Instant::now();
+    // Batches keep memory bounded on large inputs while the pool stays busy.
+    let batch = 256 * a.concurrency;
+    loop {
+        let chunk: Vec<Trajectory> = records.by_ref().take(batch).collect::<Result<_>>()?;
+        if chunk.is_empty() {
+            break;
+        }
+        for (task, result) in
+            chunk
+                .iter()
+                .zip(run_batch(&agent, policy.as_ref(), &chunk, &env, &pool))
+        {
+            match result {
+                Ok(t) => {
+                    summary.add(&t);
+                    writer.write(&t)?;
+                }
+                Err(e) => {
+                    summary.errors += 1;
+                    writeln!(err, "hat sim rollout: {}: {e:#}", task.id)?;
+                }
+            }
+        }
+    }
+    writer.finish()?;
+    let secs = started.elapsed().as_secs_f64();
+    write!(err, "{}", summary.report())?;
+    writeln!(
+        err,
+        "  {:.0} episodes/s ({:.2} s)",
+        summary.episodes as f64 / secs.max(1e-9),
+        secs
+    )?;
+    Ok(match a.min_success {
+        Some(min) if summary.success_rate() < min => 1,
+        _ => 0,
+    })
+}

@@ -1,0 +1,470 @@
+//! End-to-end tests of the live-room simulator, the agent runtime and its hooks, and the oracle teacher.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::Result;
+use hat::agent::rollout::{run_batch, Summary};
+use hat::agent::{Agent, SimEnv};
+use hat::harness::Harness;
+use hat::policy::oracle::Oracle;
+use hat::policy::{Conversation, Policy};
+use hat::record::{FunctionCall, Message, Names, Role, ToolCall, Trajectory};
+use hat::sim::catalog::{Catalog, Split};
+use hat::sim::faults::FaultPlan;
+use hat::sim::tasks::{self, TaskConfig};
+use serde_json::{json, Value};
+
+fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("harness-samples")
+        .join(name)
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let to = dst.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+}
+
+/// A copy of a sample harness, edited by `edit`, loaded from its temporary directory.
+fn edited_harness(name: &str, edit: impl FnOnce(&Path)) -> (tempfile::TempDir, Harness) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join(name);
+    copy_dir(&sample(name), &root);
+    edit(&root);
+    let h = Harness::load(&root).unwrap();
+    (dir, h)
+}
+
+fn write_script(path: &Path, body: &str) {
+    std::fs::write(path, body).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+fn dev_tasks(catalog: &Catalog, n: usize, mix: Option<&str>) -> Vec<Trajectory> {
+    let mut cfg = TaskConfig::new(Split::Dev, 11);
+    if let Some(m) = mix {
+        cfg.mix = m.parse().unwrap();
+    }
+    tasks::generate(catalog, &cfg, n).unwrap()
+}
+
+fn rollout(
+    h: &Harness,
+    names: Names,
+    tasks: &[Trajectory],
+    faults: &str,
+) -> (Summary, Vec<Trajectory>) {
+    let catalog = Catalog::generate(7, 40);
+    let agent = Agent::new(h, names.clone()).unwrap();
+    let oracle = Oracle::new(h, names);
+    let plan: FaultPlan = faults.parse().unwrap();
+    let env = SimEnv {
+        catalog: &catalog,
+        faults: &plan,
+        seed: 3,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let mut summary = Summary::default();
+    let out: Vec<Trajectory> = run_batch(&agent, &oracle, tasks, &env, &pool)
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    for t in &out {
+        summary.add(t);
+    }
+    (summary, out)
+}
+
+fn failures(out: &[Trajectory]) -> Vec<String> {
+    out.iter()
+        .filter(|t| t.meta["success"] != json!(true))
+        .take(5)
+        .map(|t| {
+            format!(
+                "{}: {} | {}",
+                t.id,
+                t.meta["failures"],
+                serde_json::to_string(&t.messages[1..]).unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn oracle_solves_dev_tasks_with_and_without_faults() {
+    let h = Harness::load(sample("taolive")).unwrap();
+    let catalog = Catalog::generate(7, 40);
+    let tasks = dev_tasks(&catalog, 600, None);
+    let (clean, out) = rollout(&h, Names::default(), &tasks, "");
+    assert!(
+        clean.success_rate() >= 0.98,
+        "{}\n{:#?}",
+        clean.report(),
+        failures(&out)
+    );
+    let (faulty, out) = rollout(
+        &h,
+        Names::default(),
+        &tasks,
+        "timeout=0.1,malformed=0.05,permission_denied=0.03,empty=0.05",
+    );
+    assert!(faulty.faults > 50, "{}", faulty.report());
+    assert!(
+        faulty.success_rate() >= 0.98,
+        "{}\n{:#?}",
+        faulty.report(),
+        failures(&out)
+    );
+    // Every fault is recorded with its tool, kind and round.
+    let f = out
+        .iter()
+        .find_map(|t| {
+            t.meta["faults"]
+                .as_array()
+                .filter(|a| !a.is_empty())
+                .cloned()
+        })
+        .unwrap();
+    assert!(f[0]["tool"].is_string() && f[0]["kind"].is_string() && f[0]["round"].is_u64());
+    // Same seed, same rollout.
+    let (_, again) = rollout(
+        &h,
+        Names::default(),
+        &tasks,
+        "timeout=0.1,malformed=0.05,permission_denied=0.03,empty=0.05",
+    );
+    assert_eq!(
+        out.iter().map(|t| &t.messages).collect::<Vec<_>>(),
+        again.iter().map(|t| &t.messages).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn oracle_follows_a_renamed_tool_and_skill() {
+    let (_dir, h) = edited_harness("taolive", |root| {
+        let old = root.join("tools/check_inventory.json");
+        let text = std::fs::read_to_string(&old)
+            .unwrap()
+            .replace("\"check_inventory\"", "\"stock_lookup\"");
+        std::fs::remove_file(&old).unwrap();
+        std::fs::write(root.join("tools/stock_lookup.json"), text).unwrap();
+        let hooks = root.join("hooks/hooks.json");
+        let text = std::fs::read_to_string(&hooks)
+            .unwrap()
+            .replace("\"check_inventory\"", "\"stock_lookup\"");
+        std::fs::write(hooks, text).unwrap();
+        let skill = root.join("skills/stock-alert/SKILL.md");
+        let text = std::fs::read_to_string(&skill)
+            .unwrap()
+            .replace("name: stock-alert", "name: inventory-watch");
+        std::fs::remove_dir_all(root.join("skills/stock-alert")).unwrap();
+        std::fs::create_dir_all(root.join("skills/inventory-watch")).unwrap();
+        std::fs::write(root.join("skills/inventory-watch/SKILL.md"), text).unwrap();
+    });
+    let names: Names = serde_json::from_value(json!({"tools": {"check_inventory": "stock_lookup"},
+                                                     "skills": {"stock-alert": "inventory-watch"}}))
+    .unwrap();
+    let catalog = Catalog::generate(7, 40);
+    let tasks = dev_tasks(&catalog, 200, Some("product_qa=1"));
+    let (s, out) = rollout(&h, names, &tasks, "");
+    assert!(
+        s.success_rate() >= 0.98,
+        "{}\n{:#?}",
+        s.report(),
+        failures(&out)
+    );
+    assert!(out
+        .iter()
+        .flat_map(|t| &t.messages)
+        .flat_map(|m| &m.tool_calls)
+        .any(|c| c.function.name == "stock_lookup"));
+}
+
+#[test]
+fn oracle_solves_after_sales_tasks_under_the_second_harness() {
+    let h = Harness::load(sample("aftersales")).unwrap();
+    let names: Names = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sim/aftersales.names.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let catalog = Catalog::generate(7, 40);
+    let tasks = dev_tasks(&catalog, 200, Some("after_sales=1"));
+    let (s, out) = rollout(&h, names.clone(), &tasks, "");
+    assert!(
+        s.success_rate() >= 0.98,
+        "{}\n{:#?}",
+        s.report(),
+        failures(&out)
+    );
+    let (s, out) = rollout(
+        &h,
+        names,
+        &tasks,
+        "timeout=0.1,malformed=0.05,permission_denied=0.03,empty=0.05",
+    );
+    assert!(
+        s.success_rate() >= 0.98,
+        "{}\n{:#?}",
+        s.report(),
+        failures(&out)
+    );
+}
+
+/// A policy that plays back fixed messages, then replies "好的".
+struct Scripted(Mutex<Vec<Message>>);
+
+impl Scripted {
+    fn new(mut msgs: Vec<Message>) -> Scripted {
+        msgs.reverse();
+        Scripted(Mutex::new(msgs))
+    }
+}
+
+impl Policy for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn respond(&self, _: &Conversation<'_>) -> Result<Message> {
+        Ok(self
+            .0
+            .lock()
+            .unwrap()
+            .pop()
+            .unwrap_or_else(|| Message::text(Role::Assistant, "好的")))
+    }
+}
+
+fn calls(list: &[(&str, &str)]) -> Message {
+    let mut m = Message::text(Role::Assistant, "");
+    m.content = None;
+    m.tool_calls = list
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| ToolCall {
+            id: format!("c{i}"),
+            kind: "function".into(),
+            function: FunctionCall {
+                name: name.to_string(),
+                arguments: args.to_string(),
+            },
+            extra: Default::default(),
+        })
+        .collect();
+    m
+}
+
+fn reply(text: &str) -> Message {
+    Message::text(Role::Assistant, text)
+}
+
+/// Run one scripted episode on a chat task of the dev split.
+fn episode(h: &Harness, script: Vec<Message>) -> Trajectory {
+    let catalog = Catalog::generate(7, 40);
+    let task = dev_tasks(&catalog, 1, Some("chat=1")).remove(0);
+    let agent = Agent::new(h, Names::default()).unwrap();
+    let plan = FaultPlan::default();
+    agent
+        .run(
+            &Scripted::new(script),
+            &task,
+            &SimEnv {
+                catalog: &catalog,
+                faults: &plan,
+                seed: 1,
+            },
+        )
+        .unwrap()
+}
+
+fn tool_results(t: &Trajectory) -> Vec<String> {
+    t.messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text_content())
+        .collect()
+}
+
+#[test]
+fn malformed_tool_calls_become_tool_errors() {
+    let h = Harness::load(sample("taolive")).unwrap();
+    let t = episode(
+        &h,
+        vec![
+            calls(&[
+                ("get_product_detail", "{bad json"),
+                ("no_such_tool", "{}"),
+                ("get_product_detail", r#"{"product_id": 5}"#),
+            ]),
+            calls(&[("get_product_detail", "[1, 2]")]),
+            reply("好的宝宝"),
+        ],
+    );
+    let results = tool_results(&t);
+    // tool_call_json retries once with its feedback template, then blocks.
+    assert!(results[0].contains("参数无效"), "{}", results[0]);
+    assert!(results[1].contains("unknown_tool"), "{}", results[1]);
+    assert!(
+        results[2].contains("denied") && results[2].contains("must be string"),
+        "{}",
+        results[2]
+    );
+    assert!(results[3].contains("denied"), "{}", results[3]);
+    assert_eq!(t.meta["malformed_calls"], 4);
+    assert_eq!(t.meta["stop_reason"], "reply");
+    assert_eq!(t.meta["hooks"]["retry"], 1);
+}
+
+#[test]
+fn stop_hooks_retry_with_feedback_then_accept_or_block() {
+    let h = Harness::load(sample("taolive")).unwrap();
+    let long = "好".repeat(130);
+    let t = episode(&h, vec![reply(&long), reply("短一点的回复")]);
+    assert_eq!(t.meta["retries"], 1);
+    let fb = &t.messages[t.messages.len() - 2];
+    assert_eq!(fb.role, Role::User);
+    assert!(fb.text_content().contains("120"), "{}", fb.text_content());
+    assert_eq!(t.messages.last().unwrap().text_content(), "短一点的回复");
+
+    // Still too long after max_retries (2): the reply is refused, not spoken.
+    let t = episode(&h, vec![reply(&long), reply(&long), reply(&long)]);
+    assert_eq!(t.meta["stop_reason"], "blocked");
+    assert_eq!(t.meta["hooks"]["block"], 1);
+    assert_eq!(t.messages.last().unwrap().text_content(), "");
+    assert!(t.meta["blocked_reply"]
+        .as_str()
+        .unwrap()
+        .starts_with("好好"));
+
+    // Banned terms and ungrounded prices are caught the same way.
+    let t = episode(&h, vec![reply("全网最低价¥9"), reply("欢迎宝宝")]);
+    assert_eq!(t.meta["hooks"]["retry"], 1);
+    let fb = &t.messages[t.messages.len() - 2];
+    assert!(fb.text_content().contains("最"), "{}", fb.text_content());
+    let t = episode(&h, vec![reply("到手价¥9"), reply("欢迎宝宝")]);
+    assert_eq!(t.messages[t.messages.len() - 2].role, Role::System);
+}
+
+#[test]
+fn fix_hooks_modify_replies_and_prompts() {
+    let (_dir, h) = edited_harness("aftersales", |_| {});
+    let catalog = Catalog::generate(7, 40);
+    let mut task = dev_tasks(&catalog, 1, Some("after_sales=1")).remove(0);
+    task.messages.last_mut().unwrap().content =
+        Some(hat::record::Content::Text("my card number is 1234".into()));
+    let agent = Agent::new(&h, Names::default()).unwrap();
+    let plan = FaultPlan::default();
+    let long = "a".repeat(350);
+    let t = agent
+        .run(
+            &Scripted::new(vec![reply(&long)]),
+            &task,
+            &SimEnv {
+                catalog: &catalog,
+                faults: &plan,
+                seed: 1,
+            },
+        )
+        .unwrap();
+    let user = t
+        .messages
+        .iter()
+        .rfind(|m| m.role == Role::User)
+        .unwrap()
+        .text_content();
+    assert!(
+        user.contains("***********") && !user.contains("card number"),
+        "{user}"
+    );
+    assert_eq!(
+        t.messages.last().unwrap().text_content().chars().count(),
+        300
+    );
+    assert_eq!(t.meta["hooks"]["fix"], 2);
+}
+
+#[test]
+fn command_hooks_block_modify_and_time_out() {
+    let (_dir, h) = edited_harness("taolive", |root| {
+        write_script(
+            &root.join("hooks/pin_product.sh"),
+            "#!/bin/sh\ncat >/dev/null\necho '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"updatedInput\":{\"product_id\":\"p004\"}}}'\n",
+        );
+        write_script(&root.join("hooks/slow.sh"), "#!/bin/sh\nsleep 5\n");
+        let hooks = root.join("hooks/hooks.json");
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&hooks).unwrap()).unwrap();
+        let pre = v["hooks"]["PreToolUse"].as_array_mut().unwrap();
+        pre.push(json!({"matcher": "get_promotions", "hooks": [{"type": "command", "command": "hooks/pin_product.sh", "timeout": 5}]}));
+        pre.push(json!({"matcher": "get_shipping_info", "hooks": [{"type": "command", "command": "hooks/slow.sh", "timeout": 1}]}));
+        std::fs::write(hooks, v.to_string()).unwrap();
+    });
+    let start = std::time::Instant::now();
+    let t = episode(
+        &h,
+        vec![
+            calls(&[
+                (
+                    "create_purchase_link",
+                    r#"{"product_id": "p004", "quantity": 50}"#,
+                ),
+                ("get_promotions", r#"{"product_id": "p009"}"#),
+                ("get_shipping_info", r#"{"product_id": "p004"}"#),
+            ]),
+            reply("好的"),
+        ],
+    );
+    assert!(
+        start.elapsed().as_secs_f64() < 4.0,
+        "the slow hook was not killed"
+    );
+    let results = tool_results(&t);
+    assert!(
+        results[0].contains("Purchase limit is 20"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[1].contains("\"product_id\":\"p004\""),
+        "{}",
+        results[1]
+    );
+    assert!(
+        results[2].contains("carrier"),
+        "a timed-out hook does not block: {}",
+        results[2]
+    );
+    assert_eq!(t.meta["hooks"]["modify"], 1);
+    assert_eq!(t.meta["hooks"]["timeout"], 1);
+    assert!(t.meta["hooks"]["block"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn round_and_tool_call_limits_stop_the_loop() {
+    let h = Harness::load(sample("taolive")).unwrap();
+    let one = || calls(&[("get_room_state", "{}")]);
+    let t = episode(&h, (0..10).map(|_| one()).collect());
+    assert_eq!(t.meta["stop_reason"], "max_rounds");
+    assert_eq!(t.meta["rounds"], 6);
+    let many: Vec<(&str, &str)> = (0..10).map(|_| ("get_room_state", "{}")).collect();
+    let t = episode(&h, vec![calls(&many), reply("好的")]);
+    assert_eq!(t.meta["limit_hits"], 2);
+    assert!(tool_results(&t)[9].contains("tool-call limit of 8"));
+}
