@@ -226,6 +226,16 @@ CASE_LIST = {
         tools=[SEARCH]),
     # --- Qwen3: inputs transformers rejects ---
     "qwen3_error_content_missing": qwen3([user("Q"), {"role": "assistant", "content": None}]),
+    # --- continue_final_message (prefill) ---
+    "qwen3_continue_content": qwen3([user("Name a colour"), assistant("The colour is ")],
+                                    continue_final_message=True),
+    "qwen3_error_continue_list_content": qwen3([user("Q"), {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "Well,  "}]}],
+                                            continue_final_message=True),
+    "qwen3_continue_reasoning": qwen3([user("Q"), assistant("", reasoning_content="Let me think")],
+                                      continue_final_message="reasoning_content"),
+    "qwen3_error_continue_with_gen_prompt": qwen3([user("Q"), assistant("A")], continue_final_message=True,
+                                                  add_generation_prompt=True),
+    "xml_continue_trimmed": xml([user("Q"), assistant("Sure thing   ")], continue_final_message=True),
     # --- XML (Qwen3.5-style) template ---
     "xml_tools_gen_thinking": xml([SYS, user("找一件夹克")], tools=TOOLS, add_generation_prompt=True),
     "xml_tools_gen_no_thinking": xml([user("Hi")], tools=[WEATHER], add_generation_prompt=True, enable_thinking=False),

@@ -6,6 +6,7 @@
 //! reasoning and tool calls, in the Qwen3 (hermes JSON) and Qwen3.5/Qwen3-Coder (XML) formats.
 
 pub mod cli;
+mod continue_final;
 mod py_methods;
 pub mod pyjson;
 pub mod pyrepr;

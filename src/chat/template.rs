@@ -8,6 +8,7 @@
 //! dropped, reasoning aliased under `reasoning_content` and `thinking`, `tools`/`documents`
 //! passed as `None` when absent, and the tokenizer's named special tokens available as variables.
 
+use super::continue_final::{self, REASONING_FIELDS};
 use super::py_methods::{self, Side};
 use super::pyjson::{self, DumpOptions};
 use super::pyrepr::py_str;
@@ -21,10 +22,13 @@ use std::path::Path;
 const TEMPLATE_NAME: &str = "chat_template";
 
 /// Variables `apply_chat_template` sets itself; extra kwargs may not reuse them.
-const RESERVED: [&str; 4] = ["messages", "tools", "documents", "add_generation_prompt"];
-
-/// Message keys transformers reads reasoning from, in priority order.
-const REASONING_FIELDS: [&str; 3] = ["reasoning_content", "thinking", "reasoning"];
+const RESERVED: [&str; 5] = [
+    "messages",
+    "tools",
+    "documents",
+    "add_generation_prompt",
+    "continue_final_message",
+];
 
 /// The named special tokens transformers passes to every render (`special_tokens_map`).
 const SPECIAL_TOKENS: [&str; 7] = [
@@ -47,6 +51,9 @@ pub struct RenderInput {
     /// RAG documents; `None` unless given.
     pub documents: Option<Vec<Json>>,
     pub add_generation_prompt: bool,
+    /// Leave the last message open for the model to continue: the message field to continue
+    /// (`content`, or a reasoning field), as `continue_final_message=True`/`"field"`.
+    pub continue_final_message: Option<String>,
     /// Any other template variables, e.g. `enable_thinking`.
     pub kwargs: Map<String, Json>,
 }
@@ -76,6 +83,14 @@ impl RenderInput {
             Some(Json::Bool(b)) => *b,
             Some(other) => bail!("`add_generation_prompt` must be a boolean, got {other}"),
         };
+        let continue_final_message = match obj.get("continue_final_message") {
+            None | Some(Json::Null) | Some(Json::Bool(false)) => None,
+            Some(Json::Bool(true)) => Some("content".to_string()),
+            Some(Json::String(field)) => Some(field.clone()),
+            Some(other) => {
+                bail!("`continue_final_message` must be a boolean or a field name, got {other}")
+            }
+        };
         let kwargs = obj
             .iter()
             .filter(|(k, _)| !RESERVED.contains(&k.as_str()))
@@ -86,6 +101,7 @@ impl RenderInput {
             tools: list("tools")?,
             documents: list("documents")?,
             add_generation_prompt,
+            continue_final_message,
             kwargs,
         })
     }
@@ -94,6 +110,8 @@ impl RenderInput {
 /// A compiled chat template plus the special-token variables of the tokenizer it came with.
 pub struct ChatTemplate {
     env: Environment<'static>,
+    /// The source text, which `continue_final_message` checks for the field it continues.
+    source: String,
     special_tokens: Map<String, Json>,
 }
 
@@ -114,6 +132,7 @@ impl ChatTemplate {
             .context("compiling chat template")?;
         Ok(ChatTemplate {
             env,
+            source: source.to_string(),
             special_tokens: Map::new(),
         })
     }
@@ -185,6 +204,14 @@ impl ChatTemplate {
             .enumerate()
             .map(|(i, m)| normalize_message(m).with_context(|| format!("messages[{i}]")))
             .collect::<Result<Vec<_>>>()?;
+        let mut messages = messages;
+        let continued = match &input.continue_final_message {
+            Some(_) if input.add_generation_prompt => bail!(
+                "continue_final_message and add_generation_prompt are not compatible: one continues the last message, the other starts a new one"
+            ),
+            Some(field) => Some(continue_final::mark(&mut messages, field, &self.source)?),
+            None => None,
+        };
         let mut ctx = self.special_tokens.clone();
         ctx.extend(input.kwargs.clone());
         ctx.insert("messages".into(), Json::Array(messages));
@@ -204,10 +231,14 @@ impl ChatTemplate {
             .env
             .get_template(TEMPLATE_NAME)
             .map_err(|e| anyhow!("{e:#}"))?;
-        template
+        let rendered = template
             .render(Value::from_serialize(&ctx))
             .map_err(|e| anyhow!("{e:#}"))
-            .context("rendering chat template")
+            .context("rendering chat template")?;
+        match continued {
+            Some(final_message) => continue_final::cut(&rendered, &final_message),
+            None => Ok(rendered),
+        }
     }
 }
 
