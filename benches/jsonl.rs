@@ -48,9 +48,20 @@ fn main() {
     let lines: Vec<String> = (0..n).map(typical_record).collect();
     let input = lines.join("\n") + "\n";
     let mb = input.len() as f64 / 1e6;
-    println!("jsonl bench: {n} typical trajectory records, {mb:.1} MB ({} bytes/record)", input.len() / n);
+    println!(
+        "jsonl bench: {n} typical trajectory records, {mb:.1} MB ({} bytes/record)",
+        input.len() / n
+    );
 
-    let best_of = |f: &dyn Fn() -> usize| (0..5).map(|_| { let t = Instant::now(); assert_eq!(f(), n); t.elapsed().as_secs_f64() }).fold(f64::MAX, f64::min);
+    let best_of = |f: &dyn Fn() -> usize| {
+        (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                assert_eq!(f(), n);
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::MAX, f64::min)
+    };
 
     let plain = best_of(&|| {
         let mut out = Vec::with_capacity(input.len());
@@ -64,8 +75,10 @@ fn main() {
         count
     });
     let layer = best_of(&|| {
-        let records: Records<Trajectory> =
-            Records::new(LineReader::from_reader("bench", Cursor::new(input.clone().into_bytes())), OnError::Fail);
+        let records: Records<Trajectory> = Records::new(
+            LineReader::from_reader("bench", Cursor::new(input.clone().into_bytes())),
+            OnError::Fail,
+        );
         let mut writer = JsonlWriter::from_writer(std::io::sink());
         let mut count = 0;
         for record in records {
@@ -76,7 +89,14 @@ fn main() {
         count
     });
     for (name, secs) in [("plain serde_json", plain), ("hat::jsonl", layer)] {
-        println!("  {name:<17} {:>9.0} records/s  {:>7.1} MB/s", n as f64 / secs, mb / secs);
+        println!(
+            "  {name:<17} {:>9.0} records/s  {:>7.1} MB/s",
+            n as f64 / secs,
+            mb / secs
+        );
     }
-    println!("  overhead: {:.2}x plain serde_json (target <= 1.5x)", layer / plain);
+    println!(
+        "  overhead: {:.2}x plain serde_json (target <= 1.5x)",
+        layer / plain
+    );
 }

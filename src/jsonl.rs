@@ -112,7 +112,9 @@ impl fmt::Display for Shard {
 
 /// 64-bit FNV-1a.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Records that have an id to shard by.
@@ -179,8 +181,11 @@ impl LineReader {
                 Ok(0) => return None,
                 Ok(_) => {}
                 Err(e) => {
-                    let err = anyhow::Error::new(e)
-                        .context(format!("{}:{}: read error", self.name, self.line + 1));
+                    let err = anyhow::Error::new(e).context(format!(
+                        "{}:{}: read error",
+                        self.name,
+                        self.line + 1
+                    ));
                     return Some(Err(err));
                 }
             }
@@ -197,7 +202,10 @@ impl LineReader {
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            return Some(Ok(RawLine { number: self.line, bytes }));
+            return Some(Ok(RawLine {
+                number: self.line,
+                bytes,
+            }));
         }
     }
 }
@@ -249,7 +257,9 @@ pub fn parse_line<T: DeserializeOwned>(file: &str, line: &RawLine) -> Result<T, 
     serde_json::from_str(text).map_err(|e| {
         // serde_json counts columns in bytes on the line; report characters, which is what editors show.
         let byte_col = e.column().max(1);
-        let column = text.get(..byte_col.min(text.len())).map_or(byte_col, |s| s.chars().count());
+        let column = text
+            .get(..byte_col.min(text.len()))
+            .map_or(byte_col, |s| s.chars().count());
         LineError {
             file: file.to_string(),
             line: line.number,
@@ -298,7 +308,10 @@ impl Rejects {
         };
         let mut reasons_path = path.as_os_str().to_owned();
         reasons_path.push(".reasons.jsonl");
-        Ok(Rejects { lines: open(path)?, reasons: open(Path::new(&reasons_path))? })
+        Ok(Rejects {
+            lines: open(path)?,
+            reasons: open(Path::new(&reasons_path))?,
+        })
     }
 
     fn write(&mut self, line: &RawLine, err: &LineError) -> Result<()> {
@@ -474,7 +487,11 @@ impl JsonlWriter {
     }
 
     pub fn from_writer(w: impl Write + Send + 'static) -> JsonlWriter {
-        JsonlWriter { out: BufWriter::with_capacity(1 << 20, Box::new(w)), rename: None, buf: Vec::new() }
+        JsonlWriter {
+            out: BufWriter::with_capacity(1 << 20, Box::new(w)),
+            rename: None,
+            buf: Vec::new(),
+        }
     }
 
     /// Serialise one record as a line.
@@ -496,7 +513,11 @@ impl JsonlWriter {
         self.out.flush().context("cannot flush output")?;
         if let Some((tmp, target)) = self.rename.take() {
             std::fs::rename(&tmp, &target).with_context(|| {
-                format!("cannot move '{}' into place as '{}'", tmp.display(), target.display())
+                format!(
+                    "cannot move '{}' into place as '{}'",
+                    tmp.display(),
+                    target.display()
+                )
             })?;
         }
         Ok(())
@@ -514,7 +535,10 @@ impl Drop for JsonlWriter {
 
 /// A temporary file name in the same directory (so the final rename is atomic on one file system).
 pub fn temp_path_for(target: &Path) -> PathBuf {
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     target.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 

@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod chat;
 pub mod harness;
+pub mod hsa;
 pub mod jsonl;
 pub mod judge;
 pub mod model;
@@ -13,3 +14,4 @@ pub mod policy;
 pub mod record;
 pub mod records_cli;
 pub mod sim;
+pub mod tokenizer;

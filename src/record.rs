@@ -318,7 +318,11 @@ pub struct FunctionCall {
 impl FunctionCall {
     /// The arguments parsed as a JSON object; an error says what is wrong with them.
     pub fn parsed_arguments(&self) -> anyhow::Result<Map<String, Value>> {
-        let text = if self.arguments.trim().is_empty() { "{}" } else { &self.arguments };
+        let text = if self.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            &self.arguments
+        };
         match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(map)) => Ok(map),
             Ok(other) => anyhow::bail!(
@@ -326,7 +330,10 @@ impl FunctionCall {
                 self.name,
                 json_kind(&other)
             ),
-            Err(e) => anyhow::bail!("arguments of tool call '{}' are not valid JSON: {e}", self.name),
+            Err(e) => anyhow::bail!(
+                "arguments of tool call '{}' are not valid JSON: {e}",
+                self.name
+            ),
         }
     }
 }
@@ -391,7 +398,10 @@ mod tests {
         let names = &rec.harness.unwrap().names;
         assert_eq!(names.tool_surface("check_inventory"), "stock_lookup");
         assert_eq!(names.tool_surface("search_faq"), "search_faq");
-        assert_eq!(names.tool_canonical("stock_lookup"), Some("check_inventory"));
+        assert_eq!(
+            names.tool_canonical("stock_lookup"),
+            Some("check_inventory")
+        );
         assert_eq!(names.tool_canonical("search_faq"), Some("search_faq"));
         // The old name of a renamed tool is no longer a tool of this variant.
         assert_eq!(names.tool_canonical("check_inventory"), None);
@@ -402,8 +412,15 @@ mod tests {
         let rec: Trajectory = serde_json::from_str(RECORD).unwrap();
         let call = &rec.messages[2].tool_calls[0].function;
         assert_eq!(call.parsed_arguments().unwrap()["product_id"], "p1");
-        let bad = FunctionCall { name: "x".into(), arguments: "[1]".into() };
-        assert!(bad.parsed_arguments().unwrap_err().to_string().contains("an array"));
+        let bad = FunctionCall {
+            name: "x".into(),
+            arguments: "[1]".into(),
+        };
+        assert!(bad
+            .parsed_arguments()
+            .unwrap_err()
+            .to_string()
+            .contains("an array"));
         assert_eq!(rec.messages[1].text_content(), "有货吗");
     }
 }

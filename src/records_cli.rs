@@ -1,0 +1,48 @@
+//! `hat records …`: check and normalise trajectory JSONL, the same way every stage reads it.
+
+use std::io::Write;
+
+use anyhow::Result;
+use clap::Subcommand;
+
+use crate::jsonl::JsonlArgs;
+use crate::record::Trajectory;
+
+/// Subcommands of `hat records`.
+#[derive(Debug, Subcommand)]
+pub enum RecordsCommand {
+    /// Parse trajectory records and write them back out (unknown fields kept), one per line.
+    ///
+    /// Use it to check a file before a long run, to split bad lines off
+    /// (`--on-error skip --rejects bad.jsonl`), or to take one shard of a data set (`--shard 2/8`).
+    /// A summary goes to stderr. Exit status: 0 when every line was read, 1 when lines were
+    /// rejected, 2 on an error (the first bad line under the default `--on-error fail`).
+    Cat {
+        #[command(flatten)]
+        io: JsonlArgs,
+    },
+}
+
+/// Runs one `hat records` subcommand; the return value is the exit code.
+pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
+    match cmd {
+        RecordsCommand::Cat { io } => {
+            let mut records = io.records::<Trajectory>()?;
+            let mut writer = io.writer()?;
+            for record in records.by_ref() {
+                writer.write(&record?)?;
+            }
+            writer.finish()?;
+            let stats = records.stats();
+            writeln!(
+                err,
+                "{}: {} records written, {} rejected, {} outside shard",
+                records.source(),
+                stats.read,
+                stats.rejected,
+                stats.out_of_shard
+            )?;
+            Ok(if stats.rejected > 0 { 1 } else { 0 })
+        }
+    }
+}
