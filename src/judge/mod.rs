@@ -7,3 +7,7 @@ pub mod compare;
 pub mod metric;
 pub mod report;
 pub mod rubric;
+pub mod calibrate;
+pub mod endpoint;
+pub mod llm;
+pub mod commands;
