@@ -15,3 +15,4 @@ pub mod record;
 pub mod records_cli;
 pub mod sim;
 pub mod tokenizer;
+pub mod tokenizer_cli;

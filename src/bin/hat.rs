@@ -32,6 +32,9 @@ enum Group {
     /// Live-room simulator: catalog, viewer tasks, and policy rollouts with faults and hooks.
     #[command(subcommand)]
     Sim(hat::sim::cli::SimCommand),
+    /// Train the embedded default's byte-level BPE tokenizer; encode text.
+    #[command(subcommand)]
+    Tokenizer(hat::tokenizer_cli::TokenizerCommand),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         Group::Records(cmd) => hat::records_cli::run(cmd, &mut err),
         Group::Chat(cmd) => hat::chat::cli::run(cmd, &mut std::io::stdin().lock(), &mut out),
         Group::Sim(cmd) => hat::sim::cli::run(cmd, &mut err),
+        Group::Tokenizer(cmd) => hat::tokenizer_cli::run(cmd, &mut out, &mut err),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
