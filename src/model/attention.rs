@@ -47,12 +47,58 @@ impl<B: Backend> Attention<B> {
         let q_out = d.num_heads * d.head_dim * if d.gated { 2 } else { 1 };
         let kv_out = d.num_kv_heads * d.head_dim;
         Ok(Self {
-            q_proj: linear(src, &format!("{prefix}.q_proj"), d.hidden, q_out, d.bias, d.init_std, device)?,
-            k_proj: linear(src, &format!("{prefix}.k_proj"), d.hidden, kv_out, d.bias, d.init_std, device)?,
-            v_proj: linear(src, &format!("{prefix}.v_proj"), d.hidden, kv_out, d.bias, d.init_std, device)?,
-            o_proj: linear(src, &format!("{prefix}.o_proj"), d.num_heads * d.head_dim, d.hidden, d.bias, d.init_std, device)?,
-            q_norm: RmsNorm::load(src, &format!("{prefix}.q_norm"), d.head_dim, d.eps, d.zero_centered_norm, device)?,
-            k_norm: RmsNorm::load(src, &format!("{prefix}.k_norm"), d.head_dim, d.eps, d.zero_centered_norm, device)?,
+            q_proj: linear(
+                src,
+                &format!("{prefix}.q_proj"),
+                d.hidden,
+                q_out,
+                d.bias,
+                d.init_std,
+                device,
+            )?,
+            k_proj: linear(
+                src,
+                &format!("{prefix}.k_proj"),
+                d.hidden,
+                kv_out,
+                d.bias,
+                d.init_std,
+                device,
+            )?,
+            v_proj: linear(
+                src,
+                &format!("{prefix}.v_proj"),
+                d.hidden,
+                kv_out,
+                d.bias,
+                d.init_std,
+                device,
+            )?,
+            o_proj: linear(
+                src,
+                &format!("{prefix}.o_proj"),
+                d.num_heads * d.head_dim,
+                d.hidden,
+                d.bias,
+                d.init_std,
+                device,
+            )?,
+            q_norm: RmsNorm::load(
+                src,
+                &format!("{prefix}.q_norm"),
+                d.head_dim,
+                d.eps,
+                d.zero_centered_norm,
+                device,
+            )?,
+            k_norm: RmsNorm::load(
+                src,
+                &format!("{prefix}.k_norm"),
+                d.head_dim,
+                d.eps,
+                d.zero_centered_norm,
+                device,
+            )?,
             num_heads: d.num_heads,
             num_kv_heads: d.num_kv_heads,
             head_dim: d.head_dim,
@@ -69,12 +115,20 @@ impl<B: Backend> Attention<B> {
         let (q, gate) = if self.gated {
             // Per-head interleave: [q_h | gate_h] for each head h.
             let p = q_full.reshape([b, t, nh, 2 * hd]);
-            (p.clone().narrow(3, 0, hd), Some(p.narrow(3, hd, hd).reshape([b, t, nh * hd])))
+            (
+                p.clone().narrow(3, 0, hd),
+                Some(p.narrow(3, hd, hd).reshape([b, t, nh * hd])),
+            )
         } else {
             (q_full.reshape([b, t, nh, hd]), None)
         };
         let q = rope.apply(self.q_norm.forward(q)).swap_dims(1, 2); // [B, nh, T, hd]
-        let k = rope.apply(self.k_norm.forward(self.k_proj.forward(x.clone()).reshape([b, t, nkv, hd]))).swap_dims(1, 2);
+        let k = rope
+            .apply(
+                self.k_norm
+                    .forward(self.k_proj.forward(x.clone()).reshape([b, t, nkv, hd])),
+            )
+            .swap_dims(1, 2);
         let v = self.v_proj.forward(x).reshape([b, t, nkv, hd]).swap_dims(1, 2);
         let (k, v) = match cache {
             Some(c) => c.append(k, v),
@@ -90,7 +144,11 @@ impl<B: Backend> Attention<B> {
         let scores = qg.matmul(k.swap_dims(2, 3)).mul_scalar((hd as f64).powf(-0.5));
         let scores = scores.reshape([b, nh, t, tk]) + self.mask(t, tk, past, &device);
         let probs = softmax(scores, 3).reshape([b, nkv, rep * t, tk]);
-        let o = probs.matmul(v).reshape([b, nh, t, hd]).swap_dims(1, 2).reshape([b, t, nh * hd]);
+        let o = probs
+            .matmul(v)
+            .reshape([b, nh, t, hd])
+            .swap_dims(1, 2)
+            .reshape([b, t, nh * hd]);
         let o = match gate {
             Some(g) => o * sigmoid(g),
             None => o,

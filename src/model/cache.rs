@@ -50,6 +50,9 @@ pub struct Cache<B: Backend> {
 
 impl<B: Backend> Cache<B> {
     pub fn new(num_layers: usize) -> Self {
-        Self { layers: (0..num_layers).map(|_| LayerCache::default()).collect(), seq_len: 0 }
+        Self {
+            layers: (0..num_layers).map(|_| LayerCache::default()).collect(),
+            seq_len: 0,
+        }
     }
 }

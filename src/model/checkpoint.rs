@@ -34,8 +34,10 @@ impl Checkpoint {
     pub fn open(dir: &Path) -> Result<Self> {
         let index_path = dir.join("model.safetensors.index.json");
         let paths: Vec<PathBuf> = if index_path.exists() {
-            let text = std::fs::read_to_string(&index_path).with_context(|| format!("reading {}", index_path.display()))?;
-            let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("parsing {}", index_path.display()))?;
+            let text =
+                std::fs::read_to_string(&index_path).with_context(|| format!("reading {}", index_path.display()))?;
+            let v: serde_json::Value =
+                serde_json::from_str(&text).with_context(|| format!("parsing {}", index_path.display()))?;
             let map = v
                 .get("weight_map")
                 .and_then(|m| m.as_object())
@@ -60,13 +62,23 @@ impl Checkpoint {
         let mut index = HashMap::new();
         for path in paths {
             let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            let (header_len, meta) = SafeTensors::read_metadata(&bytes).map_err(|e| anyhow!("{}: invalid safetensors: {e:?}", path.display()))?;
+            let (header_len, meta) = SafeTensors::read_metadata(&bytes)
+                .map_err(|e| anyhow!("{}: invalid safetensors: {e:?}", path.display()))?;
             for name in meta.tensors().keys() {
                 index.insert(name.clone(), files.len());
             }
-            files.push(ShardFile { path, bytes, header_len, meta });
+            files.push(ShardFile {
+                path,
+                bytes,
+                header_len,
+                meta,
+            });
         }
-        Ok(Self { dir: dir.to_path_buf(), files, index })
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            files,
+            index,
+        })
     }
 
     /// All tensor names.
@@ -85,8 +97,14 @@ impl Checkpoint {
 
     /// Reads a stored tensor as f32, with its shape.
     pub fn read(&self, stored: &str) -> Result<(Vec<usize>, Vec<f32>)> {
-        let f = &self.files[*self.index.get(stored).ok_or_else(|| anyhow!("tensor {stored} not found in {}", self.dir.display()))?];
-        let info = f.meta.info(stored).ok_or_else(|| anyhow!("tensor {stored} missing from {}", f.path.display()))?;
+        let f = &self.files[*self
+            .index
+            .get(stored)
+            .ok_or_else(|| anyhow!("tensor {stored} not found in {}", self.dir.display()))?];
+        let info = f
+            .meta
+            .info(stored)
+            .ok_or_else(|| anyhow!("tensor {stored} missing from {}", f.path.display()))?;
         let (start, end) = info.data_offsets;
         let data = f
             .bytes
@@ -94,13 +112,30 @@ impl Checkpoint {
             .ok_or_else(|| anyhow!("tensor {stored}: data offsets out of range in {}", f.path.display()))?;
         let n: usize = info.shape.iter().product();
         let values: Vec<f32> = match info.dtype {
-            Dtype::F32 => data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
-            Dtype::BF16 => data.chunks_exact(2).map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16)).collect(),
-            Dtype::F16 => data.chunks_exact(2).map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]]))).collect(),
-            other => bail!("tensor {stored} in {}: unsupported dtype {other:?} (f32, bf16, f16 supported)", f.path.display()),
+            Dtype::F32 => data
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            Dtype::BF16 => data
+                .chunks_exact(2)
+                .map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16))
+                .collect(),
+            Dtype::F16 => data
+                .chunks_exact(2)
+                .map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]])))
+                .collect(),
+            other => bail!(
+                "tensor {stored} in {}: unsupported dtype {other:?} (f32, bf16, f16 supported)",
+                f.path.display()
+            ),
         };
         if values.len() != n {
-            bail!("tensor {stored} in {}: {} values for shape {:?}", f.path.display(), values.len(), info.shape);
+            bail!(
+                "tensor {stored} in {}: {} values for shape {:?}",
+                f.path.display(),
+                values.len(),
+                info.shape
+            );
         }
         Ok((info.shape.clone(), values))
     }
@@ -108,7 +143,10 @@ impl Checkpoint {
     fn read_checked(&self, name: &str, stored: &str, shape: &[usize]) -> Result<Vec<f32>> {
         let (actual, values) = self.read(stored)?;
         if actual != shape {
-            bail!("tensor {stored} in {}: expected shape {shape:?} (for {name}), found {actual:?}", self.dir.display());
+            bail!(
+                "tensor {stored} in {}: expected shape {shape:?} (for {name}), found {actual:?}",
+                self.dir.display()
+            );
         }
         Ok(values)
     }
@@ -126,7 +164,9 @@ impl Checkpoint {
         for x in 0..e {
             for part in parts {
                 let name = format!("{prefix}.{x}.{part}.weight");
-                let stored = self.resolve(&name).ok_or_else(|| anyhow!("missing tensor {name} in {}", self.dir.display()))?;
+                let stored = self
+                    .resolve(&name)
+                    .ok_or_else(|| anyhow!("missing tensor {name} in {}", self.dir.display()))?;
                 out.extend(self.read_checked(&name, &stored, &part_shape)?);
             }
         }
@@ -150,7 +190,9 @@ impl WeightSource for Checkpoint {
             anyhow!(
                 "missing tensor {name} (shape {shape:?}) in {}: tried `{name}`{}",
                 self.dir.display(),
-                name.strip_prefix("model.").map(|r| format!(" and `model.language_model.{r}`")).unwrap_or_default()
+                name.strip_prefix("model.")
+                    .map(|r| format!(" and `model.language_model.{r}`"))
+                    .unwrap_or_default()
             )
         })
     }
@@ -203,7 +245,10 @@ pub struct SaveOptions {
 
 impl Default for SaveOptions {
     fn default() -> Self {
-        Self { expert_layout: ExpertLayout::PerExpert, language_model_prefix: false }
+        Self {
+            expert_layout: ExpertLayout::PerExpert,
+            language_model_prefix: false,
+        }
     }
 }
 
@@ -214,7 +259,10 @@ impl<B: Backend> HfVisitor<B> for Collect {
     fn visit<const D: usize>(&mut self, name: &str, param: &Param<Tensor<B, D>>, layout: HfLayout) {
         for (n, data) in to_hf(name, param.val(), layout) {
             let shape = data.shape.clone();
-            let values = data.convert::<f32>().into_vec::<f32>().expect("parameters are float tensors");
+            let values = data
+                .convert::<f32>()
+                .into_vec::<f32>()
+                .expect("parameters are float tensors");
             self.0.push((n, shape, values));
         }
     }
@@ -240,7 +288,12 @@ fn fuse_experts(tensors: Vec<(String, Vec<usize>, Vec<f32>)>) -> Result<Vec<(Str
         });
         match parsed {
             Some((p, e, part)) => {
-                groups.entry(p).or_default().entry(e).or_default().insert(part, (shape, values));
+                groups
+                    .entry(p)
+                    .or_default()
+                    .entry(e)
+                    .or_default()
+                    .insert(part, (shape, values));
             }
             None => out.push((name, shape, values)),
         }
@@ -254,7 +307,12 @@ fn fuse_experts(tensors: Vec<(String, Vec<usize>, Vec<f32>)>) -> Result<Vec<(Str
             if parts.0 != x {
                 bail!("experts under {prefix} are not numbered 0..{e}");
             }
-            let get = |k: &str| parts.1.get(k).ok_or_else(|| anyhow!("expert {x} under {prefix} lacks {k}"));
+            let get = |k: &str| {
+                parts
+                    .1
+                    .get(k)
+                    .ok_or_else(|| anyhow!("expert {x} under {prefix} lacks {k}"))
+            };
             let (gs, gv) = get("gate_proj")?;
             let (_, uv) = get("up_proj")?;
             let (ds, dv) = get("down_proj")?;
@@ -290,13 +348,20 @@ pub fn save<B: Backend>(model: &CausalLm<B>, dir: &Path, opts: SaveOptions) -> R
         .collect();
     let views = bytes
         .iter()
-        .map(|(n, s, b)| Ok((n.clone(), TensorView::new(Dtype::F32, s.clone(), b).map_err(|e| anyhow!("tensor {n}: {e:?}"))?)))
+        .map(|(n, s, b)| {
+            Ok((
+                n.clone(),
+                TensorView::new(Dtype::F32, s.clone(), b).map_err(|e| anyhow!("tensor {n}: {e:?}"))?,
+            ))
+        })
         .collect::<Result<Vec<_>>>()?;
     let mut meta = HashMap::new();
     meta.insert("format".to_string(), "pt".to_string());
     let path = dir.join("model.safetensors");
-    safetensors::serialize_to_file(views, &Some(meta), &path).map_err(|e| anyhow!("writing {}: {e:?}", path.display()))?;
+    safetensors::serialize_to_file(views, &Some(meta), &path)
+        .map_err(|e| anyhow!("writing {}: {e:?}", path.display()))?;
     let cfg_path = dir.join("config.json");
-    std::fs::write(&cfg_path, serde_json::to_string_pretty(&model.config.to_hf_json())?).with_context(|| format!("writing {}", cfg_path.display()))?;
+    std::fs::write(&cfg_path, serde_json::to_string_pretty(&model.config.to_hf_json())?)
+        .with_context(|| format!("writing {}", cfg_path.display()))?;
     Ok(())
 }

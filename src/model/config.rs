@@ -69,21 +69,28 @@ fn get<'a>(o: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
 fn usize_or(o: &Map<String, Value>, k: &str, d: usize) -> Result<usize> {
     match get(o, k) {
         None => Ok(d),
-        Some(v) => v.as_u64().map(|x| x as usize).ok_or_else(|| anyhow!("config key `{k}` must be a non-negative integer, got {v}")),
+        Some(v) => v
+            .as_u64()
+            .map(|x| x as usize)
+            .ok_or_else(|| anyhow!("config key `{k}` must be a non-negative integer, got {v}")),
     }
 }
 
 fn f64_or(o: &Map<String, Value>, k: &str, d: f64) -> Result<f64> {
     match get(o, k) {
         None => Ok(d),
-        Some(v) => v.as_f64().ok_or_else(|| anyhow!("config key `{k}` must be a number, got {v}")),
+        Some(v) => v
+            .as_f64()
+            .ok_or_else(|| anyhow!("config key `{k}` must be a number, got {v}")),
     }
 }
 
 fn bool_or(o: &Map<String, Value>, k: &str, d: bool) -> Result<bool> {
     match get(o, k) {
         None => Ok(d),
-        Some(v) => v.as_bool().ok_or_else(|| anyhow!("config key `{k}` must be a boolean, got {v}")),
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| anyhow!("config key `{k}` must be a boolean, got {v}")),
     }
 }
 
@@ -133,9 +140,14 @@ impl ModelConfig {
         };
 
         // RoPE: `rope_parameters` (v5) or legacy `rope_scaling` dict, else top-level keys.
-        let rope = get(o, "rope_parameters").or_else(|| get(o, "rope_scaling")).and_then(Value::as_object);
+        let rope = get(o, "rope_parameters")
+            .or_else(|| get(o, "rope_scaling"))
+            .and_then(Value::as_object);
         let rope_get = |k: &str| rope.and_then(|r| get(r, k)).or_else(|| get(o, k));
-        if let Some(t) = rope_get("rope_type").or_else(|| rope.and_then(|r| get(r, "type"))).and_then(Value::as_str) {
+        if let Some(t) = rope_get("rope_type")
+            .or_else(|| rope.and_then(|r| get(r, "type")))
+            .and_then(Value::as_str)
+        {
             if t != "default" {
                 bail!("unsupported rope_type {t:?}: only \"default\" RoPE is implemented");
             }
@@ -145,12 +157,26 @@ impl ModelConfig {
             Some(x) => x.as_f64().ok_or_else(|| anyhow!("rope_theta must be a number"))?,
         };
         let partial_rotary_factor = match rope_get("partial_rotary_factor") {
-            None => if q35 { 0.25 } else { 1.0 },
-            Some(x) => x.as_f64().ok_or_else(|| anyhow!("partial_rotary_factor must be a number"))?,
+            None => {
+                if q35 {
+                    0.25
+                } else {
+                    1.0
+                }
+            }
+            Some(x) => x
+                .as_f64()
+                .ok_or_else(|| anyhow!("partial_rotary_factor must be a number"))?,
         };
 
         let num_experts = match get(o, "num_experts").or_else(|| get(o, "num_local_experts")) {
-            None => if q35 { 256 } else { 128 },
+            None => {
+                if q35 {
+                    256
+                } else {
+                    128
+                }
+            }
             Some(x) => x.as_u64().ok_or_else(|| anyhow!("num_experts must be an integer"))? as usize,
         };
         let layer_types = if q35 {
@@ -167,7 +193,13 @@ impl ModelConfig {
                 None => {
                     let interval = usize_or(o, "full_attention_interval", 4)?.max(1);
                     (0..num_hidden_layers)
-                        .map(|i| if (i + 1) % interval == 0 { LayerType::FullAttention } else { LayerType::LinearAttention })
+                        .map(|i| {
+                            if (i + 1) % interval == 0 {
+                                LayerType::FullAttention
+                            } else {
+                                LayerType::LinearAttention
+                            }
+                        })
                         .collect()
                 }
             }
@@ -178,12 +210,19 @@ impl ModelConfig {
             None => vec![],
             Some(Value::Array(a)) => a
                 .iter()
-                .map(|x| x.as_u64().map(|x| x as usize).ok_or_else(|| anyhow!("mlp_only_layers must hold integers")))
+                .map(|x| {
+                    x.as_u64()
+                        .map(|x| x as usize)
+                        .ok_or_else(|| anyhow!("mlp_only_layers must hold integers"))
+                })
                 .collect::<Result<_>>()?,
             Some(_) => bail!("mlp_only_layers must be a list"),
         };
         let sliding_window = if !q35 && bool_or(o, "use_sliding_window", false)? {
-            get(o, "sliding_window").and_then(Value::as_u64).map(|w| w as usize).or(Some(4096))
+            get(o, "sliding_window")
+                .and_then(Value::as_u64)
+                .map(|w| w as usize)
+                .or(Some(4096))
         } else {
             None
         };
@@ -202,11 +241,19 @@ impl ModelConfig {
             head_dim,
             intermediate_size: usize_or(o, "intermediate_size", 6144)?,
             moe_intermediate_size: usize_or(o, "moe_intermediate_size", if q35 { 512 } else { 768 })?,
-            shared_expert_intermediate_size: if q35 { usize_or(o, "shared_expert_intermediate_size", 512)? } else { 0 },
+            shared_expert_intermediate_size: if q35 {
+                usize_or(o, "shared_expert_intermediate_size", 512)?
+            } else {
+                0
+            },
             num_experts,
             num_experts_per_tok: usize_or(o, "num_experts_per_tok", 8)?,
             // Qwen3.5's router always renormalises; Qwen3-MoE's class default is false.
-            norm_topk_prob: if q35 { true } else { bool_or(o, "norm_topk_prob", false)? },
+            norm_topk_prob: if q35 {
+                true
+            } else {
+                bool_or(o, "norm_topk_prob", false)?
+            },
             decoder_sparse_step: if q35 { 1 } else { usize_or(o, "decoder_sparse_step", 1)? },
             mlp_only_layers: if q35 { vec![] } else { mlp_only_layers },
             rms_norm_eps: f64_or(o, "rms_norm_eps", 1e-6)?,
@@ -224,7 +271,11 @@ impl ModelConfig {
             linear_key_head_dim: usize_or(o, "linear_key_head_dim", 128)?,
             linear_value_head_dim: usize_or(o, "linear_value_head_dim", 128)?,
             linear_conv_kernel_dim: usize_or(o, "linear_conv_kernel_dim", 4)?,
-            mtp_num_hidden_layers: if q35 { usize_or(o, "mtp_num_hidden_layers", 0)? } else { 0 },
+            mtp_num_hidden_layers: if q35 {
+                usize_or(o, "mtp_num_hidden_layers", 0)?
+            } else {
+                0
+            },
             bos_token_id: get(o, "bos_token_id").or_else(|| get(top, "bos_token_id")).cloned(),
             eos_token_id: get(o, "eos_token_id").or_else(|| get(top, "eos_token_id")).cloned(),
         };
@@ -239,21 +290,42 @@ impl ModelConfig {
             bail!("hidden_size, vocab_size and head_dim must be > 0");
         }
         if c.num_key_value_heads == 0 || c.num_attention_heads % c.num_key_value_heads != 0 {
-            bail!("num_attention_heads ({}) must be a multiple of num_key_value_heads ({})", c.num_attention_heads, c.num_key_value_heads);
+            bail!(
+                "num_attention_heads ({}) must be a multiple of num_key_value_heads ({})",
+                c.num_attention_heads,
+                c.num_key_value_heads
+            );
         }
         if c.layer_types.len() != c.num_hidden_layers {
-            bail!("layer_types has {} entries but num_hidden_layers is {}", c.layer_types.len(), c.num_hidden_layers);
+            bail!(
+                "layer_types has {} entries but num_hidden_layers is {}",
+                c.layer_types.len(),
+                c.num_hidden_layers
+            );
         }
         if c.rotary_dim() % 2 != 0 {
-            bail!("rotary dimension {} (head_dim {} x partial_rotary_factor {}) must be even", c.rotary_dim(), c.head_dim, c.partial_rotary_factor);
+            bail!(
+                "rotary dimension {} (head_dim {} x partial_rotary_factor {}) must be even",
+                c.rotary_dim(),
+                c.head_dim,
+                c.partial_rotary_factor
+            );
         }
         let any_moe = (0..c.num_hidden_layers).any(|i| c.is_moe_layer(i));
         if any_moe && (c.num_experts_per_tok == 0 || c.num_experts_per_tok > c.num_experts) {
-            bail!("num_experts_per_tok ({}) must be in 1..=num_experts ({})", c.num_experts_per_tok, c.num_experts);
+            bail!(
+                "num_experts_per_tok ({}) must be in 1..=num_experts ({})",
+                c.num_experts_per_tok,
+                c.num_experts
+            );
         }
         if c.layer_types.contains(&LayerType::LinearAttention) {
             if c.linear_num_key_heads == 0 || c.linear_num_value_heads % c.linear_num_key_heads != 0 {
-                bail!("linear_num_value_heads ({}) must be a multiple of linear_num_key_heads ({})", c.linear_num_value_heads, c.linear_num_key_heads);
+                bail!(
+                    "linear_num_value_heads ({}) must be a multiple of linear_num_key_heads ({})",
+                    c.linear_num_value_heads,
+                    c.linear_num_key_heads
+                );
             }
             if c.linear_conv_kernel_dim == 0 {
                 bail!("linear_conv_kernel_dim must be > 0");
@@ -318,12 +390,18 @@ impl ModelConfig {
                 m.insert("mlp_only_layers".into(), json!(c.mlp_only_layers));
                 m.insert("use_sliding_window".into(), json!(c.sliding_window.is_some()));
                 m.insert("sliding_window".into(), json!(c.sliding_window));
-                m.insert("rope_parameters".into(), json!({"rope_type": "default", "rope_theta": c.rope_theta}));
+                m.insert(
+                    "rope_parameters".into(),
+                    json!({"rope_type": "default", "rope_theta": c.rope_theta}),
+                );
             }
             Arch::Qwen3_5Moe => {
                 m.insert("model_type".into(), json!("qwen3_5_moe_text"));
                 m.insert("architectures".into(), json!(["Qwen3_5MoeForCausalLM"]));
-                m.insert("shared_expert_intermediate_size".into(), json!(c.shared_expert_intermediate_size));
+                m.insert(
+                    "shared_expert_intermediate_size".into(),
+                    json!(c.shared_expert_intermediate_size),
+                );
                 let lt: Vec<&str> = c
                     .layer_types
                     .iter()

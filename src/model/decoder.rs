@@ -28,7 +28,12 @@ pub struct DecoderLayer<B: Backend> {
 
 impl<B: Backend> DecoderLayer<B> {
     /// Returns the new hidden states and the router logits of a sparse FFN.
-    pub fn forward(&self, x: Tensor<B, 3>, rope: &RopeTables<B>, cache: Option<&mut LayerCache<B>>) -> (Tensor<B, 3>, Option<Tensor<B, 2>>) {
+    pub fn forward(
+        &self,
+        x: Tensor<B, 3>,
+        rope: &RopeTables<B>,
+        cache: Option<&mut LayerCache<B>>,
+    ) -> (Tensor<B, 3>, Option<Tensor<B, 2>>) {
         let h = self.input_layernorm.forward(x.clone());
         let h = match &self.mixer {
             Mixer::Attention(a) => a.forward(h, rope, cache.map(|c| &mut c.kv)),
@@ -45,7 +50,8 @@ impl<B: Backend> DecoderLayer<B> {
             Mixer::Attention(a) => a.visit(&format!("{prefix}.self_attn"), v),
             Mixer::DeltaNet(d) => d.visit(&format!("{prefix}.linear_attn"), v),
         }
-        self.post_attention_layernorm.visit(&format!("{prefix}.post_attention_layernorm"), v);
+        self.post_attention_layernorm
+            .visit(&format!("{prefix}.post_attention_layernorm"), v);
         self.mlp.visit(&format!("{prefix}.mlp"), v);
     }
 }

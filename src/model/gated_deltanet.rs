@@ -67,7 +67,13 @@ impl<B: Backend> GatedDeltaNet<B> {
             in_proj_z: linear(src, &p("in_proj_z"), d.hidden, value_dim, false, d.init_std, device)?,
             in_proj_b: linear(src, &p("in_proj_b"), d.hidden, d.num_v_heads, false, d.init_std, device)?,
             in_proj_a: linear(src, &p("in_proj_a"), d.hidden, d.num_v_heads, false, d.init_std, device)?,
-            conv1d: param(src, &p("conv1d.weight"), [conv_dim, 1, d.conv_kernel], Init::Normal(d.init_std), device)?,
+            conv1d: param(
+                src,
+                &p("conv1d.weight"),
+                [conv_dim, 1, d.conv_kernel],
+                Init::Normal(d.init_std),
+                device,
+            )?,
             dt_bias: param(src, &p("dt_bias"), [d.num_v_heads], Init::Ones, device)?,
             a_log: param(src, &p("A_log"), [d.num_v_heads], Init::LogUniform(0.01, 16.0), device)?,
             norm: GatedRmsNorm::load(src, &p("norm"), d.head_v_dim, d.eps, device)?,
@@ -113,7 +119,11 @@ impl<B: Backend> GatedDeltaNet<B> {
             Some(c) => c,
             None => Tensor::zeros([b, history, conv_dim], &device),
         };
-        let xcat = if history > 0 { Tensor::cat(vec![prev, qkv], 1) } else { qkv };
+        let xcat = if history > 0 {
+            Tensor::cat(vec![prev, qkv], 1)
+        } else {
+            qkv
+        };
         if let Some(s) = state.as_mut() {
             if history > 0 {
                 s.conv = Some(xcat.clone().narrow(1, t, history));
@@ -129,11 +139,17 @@ impl<B: Backend> GatedDeltaNet<B> {
         let r = hv / hk;
         // v-head j reads k-head j / r (repeat_interleave).
         let expand_heads = |x: Tensor<B, 3>| -> Tensor<B, 4> {
-            x.reshape([b, t, hk, 1, dk]).expand([b, t, hk, r, dk]).reshape([b, t, hv, dk]).swap_dims(1, 2)
+            x.reshape([b, t, hk, 1, dk])
+                .expand([b, t, hk, r, dk])
+                .reshape([b, t, hv, dk])
+                .swap_dims(1, 2)
         };
         let q = l2norm(expand_heads(y.clone().narrow(2, 0, key_dim))).mul_scalar((dk as f64).powf(-0.5));
         let k = l2norm(expand_heads(y.clone().narrow(2, key_dim, key_dim)));
-        let v = y.narrow(2, 2 * key_dim, hv * dv).reshape([b, t, hv, dv]).swap_dims(1, 2);
+        let v = y
+            .narrow(2, 2 * key_dim, hv * dv)
+            .reshape([b, t, hv, dv])
+            .swap_dims(1, 2);
         let beta = beta.swap_dims(1, 2); // [B, Hv, T]
         let g = g.swap_dims(1, 2);
 
@@ -229,7 +245,13 @@ pub fn chunked_rule<B: Backend>(
     let mut inv = Tensor::<B, 2>::eye(c, &device).unsqueeze::<5>().expand([b, h, n, c, c]);
     let mut s = 1;
     while s < c {
-        let join = constant_mask(c, &device, |i, j| if i / (2 * s) == j / (2 * s) && i / s != j / s { 1.0 } else { 0.0 });
+        let join = constant_mask(c, &device, |i, j| {
+            if i / (2 * s) == j / (2 * s) && i / s != j / s {
+                1.0
+            } else {
+                0.0
+            }
+        });
         let nmat = a.clone() * join;
         inv = inv.clone() - inv.clone().matmul(nmat).matmul(inv);
         s *= 2;

@@ -14,6 +14,7 @@ pub mod gated_deltanet;
 pub mod moe;
 pub mod mtp;
 pub mod norm;
+pub mod presets;
 pub mod qwen3_5_moe;
 pub mod qwen3_moe;
 pub mod rope;
@@ -71,7 +72,13 @@ impl<B: Backend> CausalLm<B> {
         cfg.validate()?;
         let (v, h) = (cfg.vocab_size, cfg.hidden_size);
         let zero_centered = cfg.arch == Arch::Qwen3_5Moe;
-        let embed = param(src, "model.embed_tokens.weight", [v, h], Init::Normal(cfg.initializer_range), device)?;
+        let embed = param(
+            src,
+            "model.embed_tokens.weight",
+            [v, h],
+            Init::Normal(cfg.initializer_range),
+            device,
+        )?;
         let layers = (0..cfg.num_hidden_layers)
             .map(|i| match cfg.arch {
                 Arch::Qwen3Moe => qwen3_moe::decoder_layer(cfg, src, i, device),
@@ -82,7 +89,15 @@ impl<B: Backend> CausalLm<B> {
         let lm_head = if cfg.tie_word_embeddings {
             None
         } else {
-            Some(weights::linear(src, "lm_head", h, v, false, cfg.initializer_range, device)?)
+            Some(weights::linear(
+                src,
+                "lm_head",
+                h,
+                v,
+                false,
+                cfg.initializer_range,
+                device,
+            )?)
         };
         // Checkpoints saved by transformers drop `mtp.*`; the head is optional.
         let mtp = if cfg.arch == Arch::Qwen3_5Moe && cfg.mtp_num_hidden_layers > 0 && src.contains("mtp.fc.weight") {
@@ -90,7 +105,14 @@ impl<B: Backend> CausalLm<B> {
         } else {
             None
         };
-        Ok(Self { embed_tokens: Embedding { weight: embed }, layers, norm, lm_head, mtp, config: cfg.clone() })
+        Ok(Self {
+            embed_tokens: Embedding { weight: embed },
+            layers,
+            norm,
+            lm_head,
+            mtp,
+            config: cfg.clone(),
+        })
     }
 
     /// A freshly initialised model (HF init rules), deterministic in `seed`.
@@ -137,7 +159,11 @@ impl<B: Backend> CausalLm<B> {
             c.seq_len += t;
         }
         let hidden = self.norm.forward(x);
-        LmOutput { logits: self.lm_logits(hidden.clone()), hidden, router_logits }
+        LmOutput {
+            logits: self.lm_logits(hidden.clone()),
+            hidden,
+            router_logits,
+        }
     }
 
     /// `lm_head` (or the tied embedding) applied to `[B, T, H]`.
@@ -156,13 +182,19 @@ impl<B: Backend> CausalLm<B> {
     /// transformers' load-balancing loss over the router logits of one forward pass
     /// (unscaled; multiply by `config.router_aux_loss_coef`). `None` without sparse layers.
     pub fn aux_loss(&self, out: &LmOutput<B>) -> Option<Tensor<B, 1>> {
-        moe::load_balancing_loss(&out.router_logits, self.config.num_experts, self.config.num_experts_per_tok)
+        moe::load_balancing_loss(
+            &out.router_logits,
+            self.config.num_experts,
+            self.config.num_experts_per_tok,
+        )
     }
 
     /// MTP logits for slots `i = 0..T-2`: slot i combines `hidden[i]` with `ids[i+1]` and predicts
     /// `ids[i+2]`. `hidden` is [`LmOutput::hidden`] of the same `ids`. Returns `[B, T-1, V]`.
     pub fn mtp_logits(&self, hidden: Tensor<B, 3>, ids: Tensor<B, 2, Int>) -> Result<Tensor<B, 3>> {
-        let Some(mtp) = &self.mtp else { bail!("this model has no MTP head (mtp.* weights)") };
+        let Some(mtp) = &self.mtp else {
+            bail!("this model has no MTP head (mtp.* weights)")
+        };
         let [b, t, h] = hidden.dims();
         if t < 2 {
             bail!("MTP needs at least 2 tokens, got {t}");
@@ -175,7 +207,13 @@ impl<B: Backend> CausalLm<B> {
 
     /// Greedy decoding with the cache: prefill `prompt`, then up to `max_new` tokens, stopping
     /// after any token in `stop`.
-    pub fn generate_greedy(&self, prompt: &[u32], max_new: usize, stop: &[u32], device: &B::Device) -> Result<Vec<u32>> {
+    pub fn generate_greedy(
+        &self,
+        prompt: &[u32],
+        max_new: usize,
+        stop: &[u32],
+        device: &B::Device,
+    ) -> Result<Vec<u32>> {
         if prompt.is_empty() {
             bail!("empty prompt");
         }
@@ -187,7 +225,12 @@ impl<B: Backend> CausalLm<B> {
             let logits = self.forward_cached(ids, &mut cache).logits;
             let [_, t, v] = logits.dims();
             let last = logits.narrow(1, t - 1, 1).reshape([v]);
-            let next = last.argmax(0).into_data().convert::<i64>().into_vec::<i64>().map_err(|e| anyhow::anyhow!("{e:?}"))?[0] as u32;
+            let next = last
+                .argmax(0)
+                .into_data()
+                .convert::<i64>()
+                .into_vec::<i64>()
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?[0] as u32;
             out.push(next);
             if stop.contains(&next) {
                 break;
@@ -231,7 +274,13 @@ pub fn causal_lm_loss<B: Backend>(logits: Tensor<B, 3>, ids: Tensor<B, 2, Int>) 
 }
 
 /// Mean cross-entropy of `logits: [B, N, V]` against `targets: [B, N]`.
-pub fn shifted_cross_entropy<B: Backend>(logits: Tensor<B, 3>, targets: Tensor<B, 2, Int>, b: usize, n: usize, v: usize) -> Tensor<B, 1> {
+pub fn shifted_cross_entropy<B: Backend>(
+    logits: Tensor<B, 3>,
+    targets: Tensor<B, 2, Int>,
+    b: usize,
+    n: usize,
+    v: usize,
+) -> Tensor<B, 1> {
     let lp = log_softmax(logits.reshape([b * n, v]), 1);
     let picked = lp.gather(1, targets.reshape([b * n, 1]));
     picked.mean().neg()

@@ -18,7 +18,14 @@ pub struct SwiGlu<B: Backend> {
 }
 
 impl<B: Backend> SwiGlu<B> {
-    pub fn load(src: &mut dyn WeightSource, prefix: &str, hidden: usize, inter: usize, std: f64, device: &B::Device) -> Result<Self> {
+    pub fn load(
+        src: &mut dyn WeightSource,
+        prefix: &str,
+        hidden: usize,
+        inter: usize,
+        std: f64,
+        device: &B::Device,
+    ) -> Result<Self> {
         Ok(Self {
             gate_proj: linear(src, &format!("{prefix}.gate_proj"), hidden, inter, false, std, device)?,
             up_proj: linear(src, &format!("{prefix}.up_proj"), hidden, inter, false, std, device)?,
@@ -27,7 +34,8 @@ impl<B: Backend> SwiGlu<B> {
     }
 
     pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
-        self.down_proj.forward(silu(self.gate_proj.forward(x.clone())) * self.up_proj.forward(x))
+        self.down_proj
+            .forward(silu(self.gate_proj.forward(x.clone())) * self.up_proj.forward(x))
     }
 
     pub fn visit<V: HfVisitor<B>>(&self, prefix: &str, v: &mut V) {
@@ -81,8 +89,20 @@ impl<B: Backend> SparseMoe<B> {
     /// per-expert keys when needed), and the shared expert when `shared_inter > 0`.
     pub fn load(src: &mut dyn WeightSource, prefix: &str, d: &MoeDims, device: &B::Device) -> Result<Self> {
         let (e, h, i) = (d.num_experts, d.hidden, d.inter);
-        let gate_up: Tensor<B, 3> = tensor(src, &format!("{prefix}.experts.gate_up_proj"), [e, 2 * i, h], Init::Normal(d.init_std), device)?;
-        let down: Tensor<B, 3> = tensor(src, &format!("{prefix}.experts.down_proj"), [e, h, i], Init::Normal(d.init_std), device)?;
+        let gate_up: Tensor<B, 3> = tensor(
+            src,
+            &format!("{prefix}.experts.gate_up_proj"),
+            [e, 2 * i, h],
+            Init::Normal(d.init_std),
+            device,
+        )?;
+        let down: Tensor<B, 3> = tensor(
+            src,
+            &format!("{prefix}.experts.down_proj"),
+            [e, h, i],
+            Init::Normal(d.init_std),
+            device,
+        )?;
         let experts = (0..e)
             .map(|x| Expert {
                 gate_up: Param::from_tensor(gate_up.clone().narrow(0, x, 1).reshape([2 * i, h]).transpose()),
@@ -91,8 +111,23 @@ impl<B: Backend> SparseMoe<B> {
             .collect();
         let (shared_expert, shared_expert_gate) = if d.shared_inter > 0 {
             (
-                Some(SwiGlu::load(src, &format!("{prefix}.shared_expert"), h, d.shared_inter, d.init_std, device)?),
-                Some(linear(src, &format!("{prefix}.shared_expert_gate"), h, 1, false, d.init_std, device)?),
+                Some(SwiGlu::load(
+                    src,
+                    &format!("{prefix}.shared_expert"),
+                    h,
+                    d.shared_inter,
+                    d.init_std,
+                    device,
+                )?),
+                Some(linear(
+                    src,
+                    &format!("{prefix}.shared_expert_gate"),
+                    h,
+                    1,
+                    false,
+                    d.init_std,
+                    device,
+                )?),
             )
         } else {
             (None, None)
@@ -118,8 +153,15 @@ impl<B: Backend> SparseMoe<B> {
         // Expert choice is discrete: decide it on the host, then gather the (differentiable)
         // probabilities of the chosen experts.
         let selected = top_k_rows(&probs_to_vec(&probs), e, k);
-        let flat: Vec<i64> = selected.iter().enumerate().map(|(j, &ex)| ((j / k) * e + ex) as i64).collect();
-        let mut w = probs.reshape([n * e]).select(0, Tensor::from_data(TensorData::new(flat, [n * k]), &device)).reshape([n, k]);
+        let flat: Vec<i64> = selected
+            .iter()
+            .enumerate()
+            .map(|(j, &ex)| ((j / k) * e + ex) as i64)
+            .collect();
+        let mut w = probs
+            .reshape([n * e])
+            .select(0, Tensor::from_data(TensorData::new(flat, [n * k]), &device))
+            .reshape([n, k]);
         if self.norm_topk_prob {
             w = w.clone() / w.sum_dim(1);
         }
@@ -191,7 +233,11 @@ impl<B: Backend> Ffn<B> {
 }
 
 fn probs_to_vec<B: Backend>(p: &Tensor<B, 2>) -> Vec<f32> {
-    p.clone().into_data().convert::<f32>().into_vec::<f32>().expect("router probabilities are f32")
+    p.clone()
+        .into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .expect("router probabilities are f32")
 }
 
 /// Indices of the `k` largest values of each row (descending; ties go to the lower index).
@@ -210,7 +256,11 @@ pub fn top_k_rows(values: &[f32], cols: usize, k: usize) -> Vec<usize> {
 /// transformers' `load_balancing_loss_func`: `E * sum_e f_e * P_e` over all layers' rows, where
 /// `f_e` is the fraction of top-k assignments to expert e and `P_e` its mean router probability.
 /// Gradients flow through `P` only (the counts are discrete). Returns a `[1]` tensor.
-pub fn load_balancing_loss<B: Backend>(router_logits: &[Tensor<B, 2>], num_experts: usize, top_k: usize) -> Option<Tensor<B, 1>> {
+pub fn load_balancing_loss<B: Backend>(
+    router_logits: &[Tensor<B, 2>],
+    num_experts: usize,
+    top_k: usize,
+) -> Option<Tensor<B, 1>> {
     let first = router_logits.first()?;
     let device = first.device();
     let mut counts = vec![0f32; num_experts];

@@ -25,7 +25,13 @@ impl<B: Backend> Mtp<B> {
     /// `embeds`, `hidden`: `[B, T, H]` aligned so that slot i holds `embed(x_{i+1})` and `h_i`.
     /// `step` selects the layer (`step % layers`) for multi-step drafting. Returns the normed
     /// MTP hidden states and the MTP layer's router logits.
-    pub fn forward(&self, embeds: Tensor<B, 3>, hidden: Tensor<B, 3>, rope: &RopeTables<B>, step: usize) -> (Tensor<B, 3>, Option<Tensor<B, 2>>) {
+    pub fn forward(
+        &self,
+        embeds: Tensor<B, 3>,
+        hidden: Tensor<B, 3>,
+        rope: &RopeTables<B>,
+        step: usize,
+    ) -> (Tensor<B, 3>, Option<Tensor<B, 2>>) {
         let e = self.pre_fc_norm_embedding.forward(embeds);
         let h = self.pre_fc_norm_hidden.forward(hidden);
         let u = self.fc.forward(Tensor::cat(vec![e, h], 2));
@@ -34,8 +40,10 @@ impl<B: Backend> Mtp<B> {
     }
 
     pub fn visit<V: HfVisitor<B>>(&self, prefix: &str, v: &mut V) {
-        self.pre_fc_norm_embedding.visit(&format!("{prefix}.pre_fc_norm_embedding"), v);
-        self.pre_fc_norm_hidden.visit(&format!("{prefix}.pre_fc_norm_hidden"), v);
+        self.pre_fc_norm_embedding
+            .visit(&format!("{prefix}.pre_fc_norm_embedding"), v);
+        self.pre_fc_norm_hidden
+            .visit(&format!("{prefix}.pre_fc_norm_hidden"), v);
         visit_linear(v, &format!("{prefix}.fc"), &self.fc);
         for (i, l) in self.layers.iter().enumerate() {
             l.visit(&format!("{prefix}.layers.{i}"), v);

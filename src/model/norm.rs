@@ -22,9 +22,20 @@ pub struct RmsNorm<B: Backend> {
 }
 
 impl<B: Backend> RmsNorm<B> {
-    pub fn load(src: &mut dyn WeightSource, name: &str, dim: usize, eps: f64, zero_centered: bool, device: &B::Device) -> Result<Self> {
+    pub fn load(
+        src: &mut dyn WeightSource,
+        name: &str,
+        dim: usize,
+        eps: f64,
+        zero_centered: bool,
+        device: &B::Device,
+    ) -> Result<Self> {
         let init = if zero_centered { Init::Zeros } else { Init::Ones };
-        Ok(Self { weight: param(src, &format!("{name}.weight"), [dim], init, device)?, eps, zero_centered })
+        Ok(Self {
+            weight: param(src, &format!("{name}.weight"), [dim], init, device)?,
+            eps,
+            zero_centered,
+        })
     }
 
     pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
@@ -46,7 +57,10 @@ pub struct GatedRmsNorm<B: Backend> {
 
 impl<B: Backend> GatedRmsNorm<B> {
     pub fn load(src: &mut dyn WeightSource, name: &str, dim: usize, eps: f64, device: &B::Device) -> Result<Self> {
-        Ok(Self { weight: param(src, &format!("{name}.weight"), [dim], Init::Ones, device)?, eps })
+        Ok(Self {
+            weight: param(src, &format!("{name}.weight"), [dim], Init::Ones, device)?,
+            eps,
+        })
     }
 
     /// Norm before gate: `w * n(x) * silu(z)`.

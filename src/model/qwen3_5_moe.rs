@@ -13,7 +13,13 @@ use super::weights::{linear, WeightSource};
 use anyhow::Result;
 use burn::prelude::*;
 
-fn layer<B: Backend>(cfg: &ModelConfig, src: &mut dyn WeightSource, p: &str, kind: LayerType, device: &B::Device) -> Result<DecoderLayer<B>> {
+fn layer<B: Backend>(
+    cfg: &ModelConfig,
+    src: &mut dyn WeightSource,
+    p: &str,
+    kind: LayerType,
+    device: &B::Device,
+) -> Result<DecoderLayer<B>> {
     let (h, eps, std) = (cfg.hidden_size, cfg.rms_norm_eps, cfg.initializer_range);
     let mixer = match kind {
         LayerType::FullAttention => {
@@ -62,7 +68,12 @@ fn layer<B: Backend>(cfg: &ModelConfig, src: &mut dyn WeightSource, p: &str, kin
     })
 }
 
-pub fn decoder_layer<B: Backend>(cfg: &ModelConfig, src: &mut dyn WeightSource, i: usize, device: &B::Device) -> Result<DecoderLayer<B>> {
+pub fn decoder_layer<B: Backend>(
+    cfg: &ModelConfig,
+    src: &mut dyn WeightSource,
+    i: usize,
+    device: &B::Device,
+) -> Result<DecoderLayer<B>> {
     layer(cfg, src, &format!("model.layers.{i}"), cfg.layer_types[i], device)
 }
 

@@ -10,7 +10,12 @@ use super::weights::WeightSource;
 use anyhow::Result;
 use burn::prelude::*;
 
-pub fn decoder_layer<B: Backend>(cfg: &ModelConfig, src: &mut dyn WeightSource, i: usize, device: &B::Device) -> Result<DecoderLayer<B>> {
+pub fn decoder_layer<B: Backend>(
+    cfg: &ModelConfig,
+    src: &mut dyn WeightSource,
+    i: usize,
+    device: &B::Device,
+) -> Result<DecoderLayer<B>> {
     let p = format!("model.layers.{i}");
     let (h, eps, std) = (cfg.hidden_size, cfg.rms_norm_eps, cfg.initializer_range);
     let attn = AttentionDims {
@@ -37,7 +42,14 @@ pub fn decoder_layer<B: Backend>(cfg: &ModelConfig, src: &mut dyn WeightSource, 
         };
         Ffn::Sparse(SparseMoe::load(src, &format!("{p}.mlp"), &d, device)?)
     } else {
-        Ffn::Dense(SwiGlu::load(src, &format!("{p}.mlp"), h, cfg.intermediate_size, std, device)?)
+        Ffn::Dense(SwiGlu::load(
+            src,
+            &format!("{p}.mlp"),
+            h,
+            cfg.intermediate_size,
+            std,
+            device,
+        )?)
     };
     Ok(DecoderLayer {
         input_layernorm: RmsNorm::load(src, &format!("{p}.input_layernorm"), h, eps, false, device)?,

@@ -48,7 +48,11 @@ impl<B: Backend> RopeTables<B> {
         if r == 0 {
             return x;
         }
-        let x_rot = if r == head_dim { x.clone() } else { x.clone().narrow(3, 0, r) };
+        let x_rot = if r == head_dim {
+            x.clone()
+        } else {
+            x.clone().narrow(3, 0, r)
+        };
         let x1 = x_rot.clone().narrow(3, 0, r / 2);
         let x2 = x_rot.clone().narrow(3, r / 2, r / 2);
         let rotated = Tensor::cat(vec![x2.neg(), x1], 3);

@@ -38,7 +38,9 @@ pub struct RandomInit {
 
 impl RandomInit {
     pub fn new(seed: u64) -> Self {
-        Self { state: seed ^ 0x9E37_79B9_7F4A_7C15 }
+        Self {
+            state: seed ^ 0x9E37_79B9_7F4A_7C15,
+        }
     }
 
     fn next_u64(&mut self) -> u64 {
@@ -71,9 +73,7 @@ impl WeightSource for RandomInit {
             Init::Zeros => vec![0.0; n],
             Init::Ones => vec![1.0; n],
             Init::Normal(std) => (0..n).map(|_| (self.normal() * std) as f32).collect(),
-            Init::LogUniform(lo, hi) => (0..n)
-                .map(|_| (lo + (hi - lo) * self.uniform()).ln() as f32)
-                .collect(),
+            Init::LogUniform(lo, hi) => (0..n).map(|_| (lo + (hi - lo) * self.uniform()).ln() as f32).collect(),
         })
     }
 }
@@ -88,7 +88,11 @@ pub fn tensor<B: Backend, const D: usize>(
 ) -> Result<Tensor<B, D>> {
     let values = src.get(name, &shape, init)?;
     if values.len() != shape.iter().product::<usize>() {
-        bail!("tensor {name}: expected {} values for shape {shape:?}, got {}", shape.iter().product::<usize>(), values.len());
+        bail!(
+            "tensor {name}: expected {} values for shape {shape:?}, got {}",
+            shape.iter().product::<usize>(),
+            values.len()
+        );
     }
     Ok(Tensor::from_data(TensorData::new(values, shape), device))
 }
@@ -115,13 +119,22 @@ pub fn linear<B: Backend>(
     std: f64,
     device: &B::Device,
 ) -> Result<Linear<B>> {
-    let w: Tensor<B, 2> = tensor(src, &format!("{prefix}.weight"), [d_out, d_in], Init::Normal(std), device)?;
+    let w: Tensor<B, 2> = tensor(
+        src,
+        &format!("{prefix}.weight"),
+        [d_out, d_in],
+        Init::Normal(std),
+        device,
+    )?;
     let bias = if bias {
         Some(param(src, &format!("{prefix}.bias"), [d_out], Init::Zeros, device)?)
     } else {
         None
     };
-    Ok(Linear { weight: Param::from_tensor(w.transpose()), bias })
+    Ok(Linear {
+        weight: Param::from_tensor(w.transpose()),
+        bias,
+    })
 }
 
 /// How a stored parameter maps back to HF tensors.
@@ -145,7 +158,11 @@ pub trait HfVisitor<B: Backend> {
 }
 
 /// Converts a parameter value (or its gradient) to HF-named tensors.
-pub fn to_hf<B: Backend, const D: usize>(name: &str, value: Tensor<B, D>, layout: HfLayout) -> Vec<(String, TensorData)> {
+pub fn to_hf<B: Backend, const D: usize>(
+    name: &str,
+    value: Tensor<B, D>,
+    layout: HfLayout,
+) -> Vec<(String, TensorData)> {
     match layout {
         HfLayout::AsIs => vec![(name.to_string(), value.into_data())],
         HfLayout::Transposed => vec![(name.to_string(), value.transpose().into_data())],
@@ -153,7 +170,10 @@ pub fn to_hf<B: Backend, const D: usize>(name: &str, value: Tensor<B, D>, layout
             let i = value.dims()[D - 1] / 2;
             let t = value.transpose(); // [2I, H]
             vec![
-                (format!("{name}.gate_proj.weight"), t.clone().narrow(0, 0, i).into_data()),
+                (
+                    format!("{name}.gate_proj.weight"),
+                    t.clone().narrow(0, 0, i).into_data(),
+                ),
                 (format!("{name}.up_proj.weight"), t.narrow(0, i, i).into_data()),
             ]
         }
