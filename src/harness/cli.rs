@@ -82,15 +82,21 @@ pub fn run(cmd: &HarnessCommand, out: &mut dyn Write, err: &mut dyn Write) -> Re
             writeln!(err, "{}: {} problem(s)", dir.display(), problems.len())?;
             Ok(1)
         }
-        HarnessCommand::Render { dir, context, blocks } => {
+        HarnessCommand::Render {
+            dir,
+            context,
+            blocks,
+        } => {
             let h = Harness::load(dir)?;
             let ctx = match context {
                 None => LiveContext::default_context(),
                 Some(path) => {
                     let text = if path.as_os_str() == "-" {
-                        std::io::read_to_string(std::io::stdin()).context("reading the context from stdin")?
+                        std::io::read_to_string(std::io::stdin())
+                            .context("reading the context from stdin")?
                     } else {
-                        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+                        std::fs::read_to_string(path)
+                            .with_context(|| format!("reading {}", path.display()))?
                     };
                     LiveContext::from_json_text(&path.display().to_string(), &text)?
                 }

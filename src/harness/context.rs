@@ -14,7 +14,16 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
 /// Template variables the renderer defines; a context may not shadow them.
-pub const RESERVED_KEYS: [&str; 8] = ["harness", "limits", "tools", "skills", "skills_mode", "load_skill_tool", "items", "block"];
+pub const RESERVED_KEYS: [&str; 8] = [
+    "harness",
+    "limits",
+    "tools",
+    "skills",
+    "skills_mode",
+    "load_skill_tool",
+    "items",
+    "block",
+];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveContext {
@@ -23,7 +32,9 @@ pub struct LiveContext {
 
 impl LiveContext {
     pub fn from_value(value: Value) -> Result<LiveContext> {
-        let Value::Object(vars) = value else { bail!("a live-room context must be a JSON object") };
+        let Value::Object(vars) = value else {
+            bail!("a live-room context must be a JSON object")
+        };
         if let Some(key) = vars.keys().find(|k| RESERVED_KEYS.contains(&k.as_str())) {
             bail!(
                 "context key {key:?} is reserved ({}); limits come from harness.toml [limits]",
@@ -35,8 +46,10 @@ impl LiveContext {
 
     /// Parses a context file; `source` names it in errors.
     pub fn from_json_text(source: &str, text: &str) -> Result<LiveContext> {
-        let value: Value = serde_json::from_str(text).with_context(|| format!("{source}: invalid JSON"))?;
-        LiveContext::from_value(value).with_context(|| format!("{source}: invalid live-room context"))
+        let value: Value =
+            serde_json::from_str(text).with_context(|| format!("{source}: invalid JSON"))?;
+        LiveContext::from_value(value)
+            .with_context(|| format!("{source}: invalid live-room context"))
     }
 
     /// A room that is live with no product on screen and no extra rules: what `hat harness
@@ -67,7 +80,8 @@ mod tests {
 
     #[test]
     fn reserved_keys_are_refused() {
-        let err = LiveContext::from_json_text("ctx.json", r#"{"limits":{"max_rounds":3}}"#).unwrap_err();
+        let err =
+            LiveContext::from_json_text("ctx.json", r#"{"limits":{"max_rounds":3}}"#).unwrap_err();
         assert!(format!("{err:#}").contains("ctx.json"), "{err:#}");
         assert!(format!("{err:#}").contains("\"limits\""), "{err:#}");
     }

@@ -33,7 +33,10 @@ pub struct HarnessFile {
 
 impl HarnessFile {
     pub fn text(text: impl Into<String>) -> Self {
-        HarnessFile { bytes: text.into().into_bytes(), executable: false }
+        HarnessFile {
+            bytes: text.into().into_bytes(),
+            executable: false,
+        }
     }
 }
 
@@ -48,16 +51,25 @@ pub fn read_dir(root: &Path) -> (FileSet, Vec<Problem>) {
     match root.canonicalize() {
         Ok(canon) if canon.is_dir() => walk(&canon, &canon, "", &mut files, &mut problems),
         Ok(_) => problems.push(Problem::file(root.display().to_string(), "not a directory")),
-        Err(e) => problems.push(Problem::file(root.display().to_string(), format!("cannot open harness directory: {e}"))),
+        Err(e) => problems.push(Problem::file(
+            root.display().to_string(),
+            format!("cannot open harness directory: {e}"),
+        )),
     }
     (files, problems)
 }
 
 fn walk(root: &Path, dir: &Path, prefix: &str, files: &mut FileSet, problems: &mut Vec<Problem>) {
-    let shown = if prefix.is_empty() { ".".to_string() } else { prefix.to_string() };
+    let shown = if prefix.is_empty() {
+        ".".to_string()
+    } else {
+        prefix.to_string()
+    };
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
-        Err(e) => return problems.push(Problem::file(shown, format!("cannot list directory: {e}"))),
+        Err(e) => {
+            return problems.push(Problem::file(shown, format!("cannot list directory: {e}")))
+        }
     };
     let mut names = Vec::new();
     for entry in entries {
@@ -69,7 +81,10 @@ fn walk(root: &Path, dir: &Path, prefix: &str, files: &mut FileSet, problems: &m
                     "file name is not valid UTF-8",
                 )),
             },
-            Err(e) => problems.push(Problem::file(shown.clone(), format!("cannot list directory: {e}"))),
+            Err(e) => problems.push(Problem::file(
+                shown.clone(),
+                format!("cannot list directory: {e}"),
+            )),
         }
     }
     names.sort();
@@ -77,7 +92,11 @@ fn walk(root: &Path, dir: &Path, prefix: &str, files: &mut FileSet, problems: &m
         if name.starts_with('.') {
             continue;
         }
-        let key = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
+        let key = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}/{name}")
+        };
         let path = dir.join(&name);
         let meta = match fs::symlink_metadata(&path) {
             Ok(m) => m,
@@ -88,10 +107,14 @@ fn walk(root: &Path, dir: &Path, prefix: &str, files: &mut FileSet, problems: &m
         };
         if meta.file_type().is_symlink() {
             match path.canonicalize() {
-                Err(_) => problems.push(Problem::field(key, "path", "symlink target does not exist")),
-                Ok(target) if !target.starts_with(root) => {
-                    problems.push(Problem::field(key, "path", PathError::SymlinkOutside.to_string()))
+                Err(_) => {
+                    problems.push(Problem::field(key, "path", "symlink target does not exist"))
                 }
+                Ok(target) if !target.starts_with(root) => problems.push(Problem::field(
+                    key,
+                    "path",
+                    PathError::SymlinkOutside.to_string(),
+                )),
                 Ok(target) if target.is_dir() => problems.push(Problem::field(
                     key,
                     "path",
@@ -104,7 +127,10 @@ fn walk(root: &Path, dir: &Path, prefix: &str, files: &mut FileSet, problems: &m
         } else if meta.is_file() {
             read_file(&path, key, files, problems);
         } else {
-            problems.push(Problem::file(key, "not a regular file (device, socket or fifo)"));
+            problems.push(Problem::file(
+                key,
+                "not a regular file (device, socket or fifo)",
+            ));
         }
     }
 }
@@ -117,12 +143,21 @@ fn read_file(path: &Path, key: String, files: &mut FileSet, problems: &mut Vec<P
     if meta.len() > MAX_FILE_BYTES {
         return problems.push(Problem::file(
             key,
-            format!("file is {} bytes; harness files are limited to {MAX_FILE_BYTES} bytes", meta.len()),
+            format!(
+                "file is {} bytes; harness files are limited to {MAX_FILE_BYTES} bytes",
+                meta.len()
+            ),
         ));
     }
     match fs::read(path) {
         Ok(bytes) => {
-            files.insert(key, HarnessFile { bytes, executable: is_executable(&meta) });
+            files.insert(
+                key,
+                HarnessFile {
+                    bytes,
+                    executable: is_executable(&meta),
+                },
+            );
         }
         Err(e) => problems.push(Problem::file(key, format!("cannot read: {e}"))),
     }
@@ -144,9 +179,13 @@ fn is_executable(_meta: &fs::Metadata) -> bool {
 /// harness would leave stale files behind and silently change its hash.
 pub fn write_dir(files: &FileSet, dir: &Path) -> Result<()> {
     if dir.exists() {
-        let mut entries = fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
+        let mut entries =
+            fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
         if entries.next().is_some() {
-            bail!("{}: refusing to write a harness into a non-empty directory", dir.display());
+            bail!(
+                "{}: refusing to write a harness into a non-empty directory",
+                dir.display()
+            );
         }
     }
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -156,9 +195,11 @@ pub fn write_dir(files: &FileSet, dir: &Path) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("{key}: refusing to write: {e}"))?;
         let path = dir.join(&clean);
         if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+            fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
         }
-        fs::write(&path, &file.bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        fs::write(&path, &file.bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         set_executable(&path, file.executable)?;
     }
     Ok(())
@@ -179,9 +220,12 @@ fn set_executable(_path: &Path, _executable: bool) -> Result<()> {
 
 /// The UTF-8 text of a file, or a problem naming it.
 pub fn text<'a>(files: &'a FileSet, key: &str) -> Result<&'a str, Problem> {
-    let file = files.get(key).ok_or_else(|| Problem::file(key, "file is missing"))?;
+    let file = files
+        .get(key)
+        .ok_or_else(|| Problem::file(key, "file is missing"))?;
     std::str::from_utf8(&file.bytes).map_err(|e| {
-        let line = super::problem::line_of_offset(&String::from_utf8_lossy(&file.bytes), e.valid_up_to());
+        let line =
+            super::problem::line_of_offset(&String::from_utf8_lossy(&file.bytes), e.valid_up_to());
         Problem::file(key, "file is not valid UTF-8").at_line(Some(line))
     })
 }

@@ -46,19 +46,31 @@ mod tests {
     use super::*;
 
     fn set(entries: &[(&str, &str)]) -> FileSet {
-        entries.iter().map(|(k, v)| (k.to_string(), HarnessFile::text(*v))).collect()
+        entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), HarnessFile::text(*v)))
+            .collect()
     }
 
     #[test]
     fn crlf_and_lf_hash_the_same() {
-        assert_eq!(content_hash(&set(&[("a.md", "x\r\ny\r\n")])), content_hash(&set(&[("a.md", "x\ny\n")])));
+        assert_eq!(
+            content_hash(&set(&[("a.md", "x\r\ny\r\n")])),
+            content_hash(&set(&[("a.md", "x\ny\n")]))
+        );
     }
 
     #[test]
     fn path_and_content_boundaries_matter() {
         // Moving bytes between the path and the content must change the hash.
-        assert_ne!(content_hash(&set(&[("ab", "c")])), content_hash(&set(&[("a", "bc")])));
-        assert_ne!(content_hash(&set(&[("a", "x")])), content_hash(&set(&[("a", "y")])));
+        assert_ne!(
+            content_hash(&set(&[("ab", "c")])),
+            content_hash(&set(&[("a", "bc")]))
+        );
+        assert_ne!(
+            content_hash(&set(&[("a", "x")])),
+            content_hash(&set(&[("a", "y")]))
+        );
     }
 
     #[test]

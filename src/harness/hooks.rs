@@ -105,7 +105,10 @@ impl HookEvent {
     pub fn is_tool_event(self) -> bool {
         matches!(
             self,
-            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure | HookEvent::PermissionRequest
+            HookEvent::PreToolUse
+                | HookEvent::PostToolUse
+                | HookEvent::PostToolUseFailure
+                | HookEvent::PermissionRequest
         )
     }
 }
@@ -218,15 +221,24 @@ impl BuiltinCheck {
     /// Events at which the check has something to look at.
     pub fn allowed_events(&self) -> &'static [HookEvent] {
         match self {
-            BuiltinCheck::ReplyLength(_) | BuiltinCheck::GroundedNumbers(_) => &[HookEvent::Stop, HookEvent::SubagentStop],
-            BuiltinCheck::BannedTerms(_) => &[HookEvent::Stop, HookEvent::SubagentStop, HookEvent::UserPromptSubmit],
+            BuiltinCheck::ReplyLength(_) | BuiltinCheck::GroundedNumbers(_) => {
+                &[HookEvent::Stop, HookEvent::SubagentStop]
+            }
+            BuiltinCheck::BannedTerms(_) => &[
+                HookEvent::Stop,
+                HookEvent::SubagentStop,
+                HookEvent::UserPromptSubmit,
+            ],
             BuiltinCheck::ToolCallJson(_) => &[HookEvent::PreToolUse],
         }
     }
 
     /// Whether the check has a deterministic repair for `on_fail = "fix"`.
     pub fn can_fix(&self) -> bool {
-        matches!(self, BuiltinCheck::ReplyLength(_) | BuiltinCheck::BannedTerms(_))
+        matches!(
+            self,
+            BuiltinCheck::ReplyLength(_) | BuiltinCheck::BannedTerms(_)
+        )
     }
 }
 
@@ -253,10 +265,16 @@ impl BannedTermsParams {
     /// skipped). A missing or unreadable `terms_file` contributes nothing; validation reports it.
     pub fn all_terms(&self, files: &FileSet) -> Vec<String> {
         let mut terms = self.terms.clone();
-        let from_file = self.terms_file.as_deref().and_then(|f| normalize_relative("", f).ok());
+        let from_file = self
+            .terms_file
+            .as_deref()
+            .and_then(|f| normalize_relative("", f).ok());
         if let Some(text) = from_file.and_then(|key| super::files::text(files, &key).ok()) {
             terms.extend(
-                text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_string),
+                text.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .map(str::to_string),
             );
         }
         terms
@@ -291,7 +309,9 @@ pub struct ToolCallJsonParams {
 
 impl Default for ToolCallJsonParams {
     fn default() -> Self {
-        ToolCallJsonParams { validate_schema: true }
+        ToolCallJsonParams {
+            validate_schema: true,
+        }
     }
 }
 
@@ -345,10 +365,20 @@ impl TryFrom<RawBuiltinHook> for BuiltinHook {
     type Error = String;
 
     fn try_from(raw: RawBuiltinHook) -> Result<Self, String> {
-        let params = if raw.params.is_null() { Value::Object(Map::new()) } else { raw.params };
-        let check = serde_json::from_value(serde_json::json!({"check": raw.check, "params": params}))
-            .map_err(|e| format!("check {:?}: {e}", raw.check))?;
-        Ok(BuiltinHook { check, on_fail: raw.on_fail, max_retries: raw.max_retries.unwrap_or(1), feedback: raw.feedback })
+        let params = if raw.params.is_null() {
+            Value::Object(Map::new())
+        } else {
+            raw.params
+        };
+        let check =
+            serde_json::from_value(serde_json::json!({"check": raw.check, "params": params}))
+                .map_err(|e| format!("check {:?}: {e}", raw.check))?;
+        Ok(BuiltinHook {
+            check,
+            on_fail: raw.on_fail,
+            max_retries: raw.max_retries.unwrap_or(1),
+            feedback: raw.feedback,
+        })
     }
 }
 
@@ -357,7 +387,10 @@ impl From<BuiltinHook> for RawBuiltinHook {
         let tagged = serde_json::to_value(&h.check).unwrap_or(Value::Null);
         RawBuiltinHook {
             check: h.check.kind().to_string(),
-            params: tagged.get("params").cloned().unwrap_or(Value::Object(Map::new())),
+            params: tagged
+                .get("params")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new())),
             on_fail: h.on_fail,
             max_retries: Some(h.max_retries),
             feedback: h.feedback,
@@ -376,51 +409,97 @@ impl HooksConfig {
             Err(e) => return (config, vec![json_problem(file, &e)]),
         };
         let Some(root) = root.as_object() else {
-            return (config, vec![Problem::file(file, "must be a JSON object {\"hooks\": {…}}")]);
+            return (
+                config,
+                vec![Problem::file(
+                    file,
+                    "must be a JSON object {\"hooks\": {…}}",
+                )],
+            );
         };
-        for key in root.keys().filter(|k| !matches!(k.as_str(), "hooks" | "description")) {
-            problems.push(Problem::field(file, key.as_str(), "unknown field (expected \"hooks\" and optional \"description\")"));
+        for key in root
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "hooks" | "description"))
+        {
+            problems.push(Problem::field(
+                file,
+                key.as_str(),
+                "unknown field (expected \"hooks\" and optional \"description\")",
+            ));
         }
         let events = match root.get("hooks") {
             Some(Value::Object(events)) => events,
-            Some(_) => return (config, vec![Problem::field(file, "hooks", "must be an object mapping event names to matcher groups")]),
+            Some(_) => {
+                return (
+                    config,
+                    vec![Problem::field(
+                        file,
+                        "hooks",
+                        "must be an object mapping event names to matcher groups",
+                    )],
+                )
+            }
             None => return (config, vec![Problem::field(file, "hooks", "missing")]),
         };
         for (name, groups) in events {
             let field = format!("hooks.{name}");
             let Some(event) = HookEvent::from_name(name) else {
                 let known: Vec<_> = HookEvent::ALL.iter().map(|e| e.as_str()).collect();
-                problems.push(Problem::field(file, field, format!("unknown hook event {name:?}; known events: {}", known.join(", "))));
+                problems.push(Problem::field(
+                    file,
+                    field,
+                    format!(
+                        "unknown hook event {name:?}; known events: {}",
+                        known.join(", ")
+                    ),
+                ));
                 continue;
             };
             let Some(groups) = groups.as_array() else {
-                problems.push(Problem::field(file, field, "must be an array of matcher groups"));
+                problems.push(Problem::field(
+                    file,
+                    field,
+                    "must be an array of matcher groups",
+                ));
                 continue;
             };
             let mut parsed = Vec::new();
             for (i, group) in groups.iter().enumerate() {
                 match parse_group(group) {
                     Ok(g) => parsed.push(g),
-                    Err((sub, message)) => problems.push(Problem::field(file, format!("{field}[{i}]{sub}"), message)),
+                    Err((sub, message)) => {
+                        problems.push(Problem::field(file, format!("{field}[{i}]{sub}"), message))
+                    }
                 }
             }
-            config.events.push(EventHooks { event, groups: parsed });
+            config.events.push(EventHooks {
+                event,
+                groups: parsed,
+            });
         }
         (config, problems)
     }
 
     /// All hooks, flattened, with the event and group they belong to (in file order).
     pub fn iter(&self) -> impl Iterator<Item = (HookEvent, &MatcherGroup, &Hook)> {
-        self.events.iter().flat_map(|e| e.groups.iter().flat_map(move |g| g.hooks.iter().map(move |h| (e.event, g, h))))
+        self.events.iter().flat_map(|e| {
+            e.groups
+                .iter()
+                .flat_map(move |g| g.hooks.iter().map(move |h| (e.event, g, h)))
+        })
     }
 
     /// The file text for this configuration (pretty JSON, two-space indent, final newline).
     pub fn to_json_text(&self) -> String {
         let mut hooks = Map::new();
         for e in &self.events {
-            hooks.insert(e.event.as_str().to_string(), serde_json::to_value(&e.groups).unwrap_or(Value::Null));
+            hooks.insert(
+                e.event.as_str().to_string(),
+                serde_json::to_value(&e.groups).unwrap_or(Value::Null),
+            );
         }
-        let mut text = serde_json::to_string_pretty(&serde_json::json!({ "hooks": hooks })).unwrap_or_default();
+        let mut text = serde_json::to_string_pretty(&serde_json::json!({ "hooks": hooks }))
+            .unwrap_or_default();
         text.push('\n');
         text
     }
@@ -429,24 +508,44 @@ impl HooksConfig {
 /// Parses one matcher group, hook by hook; the error carries the sub-path (`.hooks[1]`).
 fn parse_group(group: &Value) -> Result<MatcherGroup, (String, String)> {
     let Some(obj) = group.as_object() else {
-        return Err((String::new(), "must be an object {\"matcher\": …, \"hooks\": […]}".into()));
+        return Err((
+            String::new(),
+            "must be an object {\"matcher\": …, \"hooks\": […]}".into(),
+        ));
     };
-    if let Some(key) = obj.keys().find(|k| !matches!(k.as_str(), "matcher" | "hooks")) {
-        return Err((format!(".{key}"), "unknown field (expected \"matcher\" and \"hooks\")".into()));
+    if let Some(key) = obj
+        .keys()
+        .find(|k| !matches!(k.as_str(), "matcher" | "hooks"))
+    {
+        return Err((
+            format!(".{key}"),
+            "unknown field (expected \"matcher\" and \"hooks\")".into(),
+        ));
     }
     let matcher = match obj.get("matcher") {
         None | Some(Value::Null) => None,
         Some(Value::String(m)) => Some(m.clone()),
-        Some(_) => return Err((".matcher".into(), "must be a string (a tool-name regex, or \"*\")".into())),
+        Some(_) => {
+            return Err((
+                ".matcher".into(),
+                "must be a string (a tool-name regex, or \"*\")".into(),
+            ))
+        }
     };
     let Some(hooks) = obj.get("hooks").and_then(Value::as_array) else {
         return Err((".hooks".into(), "must be an array of hooks".into()));
     };
     let mut parsed = Vec::new();
     for (j, hook) in hooks.iter().enumerate() {
-        parsed.push(serde_json::from_value(hook.clone()).map_err(|e| (format!(".hooks[{j}]"), e.to_string()))?);
+        parsed.push(
+            serde_json::from_value(hook.clone())
+                .map_err(|e| (format!(".hooks[{j}]"), e.to_string()))?,
+        );
     }
-    Ok(MatcherGroup { matcher, hooks: parsed })
+    Ok(MatcherGroup {
+        matcher,
+        hooks: parsed,
+    })
 }
 
 /// What hook validation needs to know about the rest of the harness.
@@ -458,7 +557,12 @@ pub struct HookCheckContext<'a> {
 
 /// Semantic checks: matchers against real tools, command files, timeouts, check/event fit,
 /// parameter ranges and feedback templates.
-pub fn validate_hooks(file: &str, config: &HooksConfig, cx: &HookCheckContext<'_>, problems: &mut Vec<Problem>) {
+pub fn validate_hooks(
+    file: &str,
+    config: &HooksConfig,
+    cx: &HookCheckContext<'_>,
+    problems: &mut Vec<Problem>,
+) {
     for eh in &config.events {
         for (i, group) in eh.groups.iter().enumerate() {
             let gfield = format!("hooks.{}[{i}]", eh.event);
@@ -474,12 +578,23 @@ pub fn validate_hooks(file: &str, config: &HooksConfig, cx: &HookCheckContext<'_
     }
 }
 
-fn validate_matcher(file: &str, gfield: &str, event: HookEvent, group: &MatcherGroup, tools: &[&str], problems: &mut Vec<Problem>) {
+fn validate_matcher(
+    file: &str,
+    gfield: &str,
+    event: HookEvent,
+    group: &MatcherGroup,
+    tools: &[&str],
+    problems: &mut Vec<Problem>,
+) {
     let field = format!("{gfield}.matcher");
     let everything = matches!(group.matcher.as_deref(), None | Some("") | Some("*"));
     if !event.is_tool_event() {
         if !everything {
-            problems.push(Problem::field(file, field, format!("{event} is not a tool event; leave the matcher out (or \"*\")")));
+            problems.push(Problem::field(
+                file,
+                field,
+                format!("{event} is not a tool event; leave the matcher out (or \"*\")"),
+            ));
         }
         return;
     }
@@ -488,21 +603,36 @@ fn validate_matcher(file: &str, gfield: &str, event: HookEvent, group: &MatcherG
         Ok(Some(re)) if !tools.iter().any(|t| re.is_match(t)) => problems.push(Problem::field(
             file,
             field,
-            format!("{:?} matches none of the harness's tools", group.matcher.as_deref().unwrap_or_default()),
+            format!(
+                "{:?} matches none of the harness's tools",
+                group.matcher.as_deref().unwrap_or_default()
+            ),
         )),
         Ok(_) => {}
     }
 }
 
-fn validate_command(file: &str, hfield: &str, c: &CommandHook, files: &FileSet, problems: &mut Vec<Problem>) {
+fn validate_command(
+    file: &str,
+    hfield: &str,
+    c: &CommandHook,
+    files: &FileSet,
+    problems: &mut Vec<Problem>,
+) {
     let field = format!("{hfield}.command");
     match normalize_relative("", &c.command) {
         Err(e) => problems.push(Problem::field(file, field, format!("{:?}: {e}", c.command))),
         Ok(key) => match files.get(&key) {
-            None => problems.push(Problem::field(file, field, format!("{:?}: no such file in the harness directory", c.command))),
-            Some(f) if !f.executable => {
-                problems.push(Problem::field(file, field, format!("{:?} is not executable (chmod +x)", c.command)))
-            }
+            None => problems.push(Problem::field(
+                file,
+                field,
+                format!("{:?}: no such file in the harness directory", c.command),
+            )),
+            Some(f) if !f.executable => problems.push(Problem::field(
+                file,
+                field,
+                format!("{:?} is not executable (chmod +x)", c.command),
+            )),
             Some(_) => {}
         },
     }
@@ -511,27 +641,54 @@ fn validate_command(file: &str, hfield: &str, c: &CommandHook, files: &FileSet, 
             problems.push(Problem::field(
                 file,
                 format!("{hfield}.timeout"),
-                format!("{t} is out of range {}..={} seconds", TIMEOUT_RANGE_S.start(), TIMEOUT_RANGE_S.end()),
+                format!(
+                    "{t} is out of range {}..={} seconds",
+                    TIMEOUT_RANGE_S.start(),
+                    TIMEOUT_RANGE_S.end()
+                ),
             ));
         }
     }
 }
 
-fn validate_builtin(file: &str, hfield: &str, event: HookEvent, b: &BuiltinHook, cx: &HookCheckContext<'_>, problems: &mut Vec<Problem>) {
+fn validate_builtin(
+    file: &str,
+    hfield: &str,
+    event: HookEvent,
+    b: &BuiltinHook,
+    cx: &HookCheckContext<'_>,
+    problems: &mut Vec<Problem>,
+) {
     let kind = b.check.kind();
     if !b.check.allowed_events().contains(&event) {
-        let allowed: Vec<_> = b.check.allowed_events().iter().map(|e| e.as_str()).collect();
+        let allowed: Vec<_> = b
+            .check
+            .allowed_events()
+            .iter()
+            .map(|e| e.as_str())
+            .collect();
         problems.push(Problem::field(
             file,
             format!("{hfield}.check"),
-            format!("{kind} cannot run on {event}; use it on {}", allowed.join(" or ")),
+            format!(
+                "{kind} cannot run on {event}; use it on {}",
+                allowed.join(" or ")
+            ),
         ));
     }
     if b.on_fail == OnFail::Fix && !b.check.can_fix() {
-        problems.push(Problem::field(file, format!("{hfield}.on_fail"), format!("{kind} has no automatic fix; use \"retry\" or \"block\"")));
+        problems.push(Problem::field(
+            file,
+            format!("{hfield}.on_fail"),
+            format!("{kind} has no automatic fix; use \"retry\" or \"block\""),
+        ));
     }
     if b.on_fail == OnFail::Retry && event == HookEvent::UserPromptSubmit {
-        problems.push(Problem::field(file, format!("{hfield}.on_fail"), "the viewer's message cannot be retried; use \"block\" or \"fix\""));
+        problems.push(Problem::field(
+            file,
+            format!("{hfield}.on_fail"),
+            "the viewer's message cannot be retried; use \"block\" or \"fix\"",
+        ));
     }
     if b.max_retries > MAX_RETRIES || (b.on_fail == OnFail::Retry && b.max_retries == 0) {
         problems.push(Problem::field(
@@ -545,25 +702,41 @@ fn validate_builtin(file: &str, hfield: &str, event: HookEvent, b: &BuiltinHook,
         BuiltinCheck::ReplyLength(p) => {
             let (lo, hi) = cx.max_reply_chars_range;
             if let Some(n) = p.max_chars.filter(|n| !(lo..=hi).contains(n)) {
-                problems.push(Problem::field(file, format!("{params}.max_chars"), format!("{n} is out of range {lo}..={hi}")));
+                problems.push(Problem::field(
+                    file,
+                    format!("{params}.max_chars"),
+                    format!("{n} is out of range {lo}..={hi}"),
+                ));
             }
         }
         BuiltinCheck::BannedTerms(p) => {
             if p.terms.is_empty() && p.terms_file.is_none() {
-                problems.push(Problem::field(file, params.clone(), "give \"terms\" and/or \"terms_file\""));
+                problems.push(Problem::field(
+                    file,
+                    params.clone(),
+                    "give \"terms\" and/or \"terms_file\"",
+                ));
             }
             if let Some(i) = p.terms.iter().position(|t| t.trim().is_empty()) {
-                problems.push(Problem::field(file, format!("{params}.terms[{i}]"), "is empty"));
+                problems.push(Problem::field(
+                    file,
+                    format!("{params}.terms[{i}]"),
+                    "is empty",
+                ));
             }
             if let Some(tf) = &p.terms_file {
                 let field = format!("{params}.terms_file");
                 match normalize_relative("", tf) {
                     Err(e) => problems.push(Problem::field(file, field, format!("{tf:?}: {e}"))),
                     Ok(key) => match super::files::text(cx.files, &key) {
-                        Err(_) => problems.push(Problem::field(file, field, format!("{tf:?}: no such text file in the harness directory"))),
-                        Ok(_) if p.all_terms(cx.files).len() == p.terms.len() => {
-                            problems.push(Problem::field(file, field, format!("{tf:?} lists no terms")))
-                        }
+                        Err(_) => problems.push(Problem::field(
+                            file,
+                            field,
+                            format!("{tf:?}: no such text file in the harness directory"),
+                        )),
+                        Ok(_) if p.all_terms(cx.files).len() == p.terms.len() => problems.push(
+                            Problem::field(file, field, format!("{tf:?} lists no terms")),
+                        ),
                         Ok(_) => {}
                     },
                 }
@@ -571,11 +744,19 @@ fn validate_builtin(file: &str, hfield: &str, event: HookEvent, b: &BuiltinHook,
         }
         BuiltinCheck::GroundedNumbers(p) => {
             if p.kinds.is_empty() {
-                problems.push(Problem::field(file, format!("{params}.kinds"), "list at least one of price, stock, discount"));
+                problems.push(Problem::field(
+                    file,
+                    format!("{params}.kinds"),
+                    "list at least one of price, stock, discount",
+                ));
             }
             for (i, s) in p.sources.iter().enumerate() {
                 if !cx.tool_names.contains(&s.as_str()) {
-                    problems.push(Problem::field(file, format!("{params}.sources[{i}]"), format!("{s:?} is not a tool of this harness")));
+                    problems.push(Problem::field(
+                        file,
+                        format!("{params}.sources[{i}]"),
+                        format!("{s:?} is not a tool of this harness"),
+                    ));
                 }
             }
         }
@@ -583,10 +764,18 @@ fn validate_builtin(file: &str, hfield: &str, event: HookEvent, b: &BuiltinHook,
     }
     if let Some(fb) = &b.feedback {
         if fb.role == FeedbackRole::ToolError && !event.is_tool_event() {
-            problems.push(Problem::field(file, format!("{hfield}.feedback.as"), format!("tool_error feedback needs a tool event, not {event}")));
+            problems.push(Problem::field(
+                file,
+                format!("{hfield}.feedback.as"),
+                format!("tool_error feedback needs a tool event, not {event}"),
+            ));
         }
         if let Err(e) = minijinja::Environment::new().template_from_str(&fb.template) {
-            problems.push(Problem::field(file, format!("{hfield}.feedback.template"), format!("does not compile: {e}")));
+            problems.push(Problem::field(
+                file,
+                format!("{hfield}.feedback.template"),
+                format!("does not compile: {e}"),
+            ));
         }
     }
 }
@@ -603,8 +792,15 @@ mod tests {
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(cfg.events[0].event, HookEvent::Stop);
         assert_eq!(cfg.events[1].event, HookEvent::PreToolUse);
-        let Hook::Builtin(b) = &cfg.events[0].groups[0].hooks[0] else { panic!("builtin expected") };
-        assert_eq!(b.check, BuiltinCheck::ReplyLength(ReplyLengthParams { max_chars: Some(80) }));
+        let Hook::Builtin(b) = &cfg.events[0].groups[0].hooks[0] else {
+            panic!("builtin expected")
+        };
+        assert_eq!(
+            b.check,
+            BuiltinCheck::ReplyLength(ReplyLengthParams {
+                max_chars: Some(80)
+            })
+        );
         assert_eq!(b.max_retries, 2);
         let g = &cfg.events[1].groups[0];
         assert!(g.matches("a") && g.matches("b") && !g.matches("ab"));

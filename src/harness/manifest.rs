@@ -72,7 +72,10 @@ pub struct ModelConfig {
 
 impl Default for ModelConfig {
     fn default() -> Self {
-        ModelConfig { chat_template: default_chat_template(), tool_call_format: ToolCallFormat::default() }
+        ModelConfig {
+            chat_template: default_chat_template(),
+            tool_call_format: ToolCallFormat::default(),
+        }
     }
 }
 
@@ -86,7 +89,8 @@ pub const BUILTIN_CHAT_TEMPLATES: [&str; 2] = ["qwen3", "qwen3_5"];
 impl ModelConfig {
     /// The harness-relative path of a custom chat template, or `None` for a built-in name.
     pub fn chat_template_path(&self) -> Option<&str> {
-        (!BUILTIN_CHAT_TEMPLATES.contains(&self.chat_template.as_str())).then_some(self.chat_template.as_str())
+        (!BUILTIN_CHAT_TEMPLATES.contains(&self.chat_template.as_str()))
+            .then_some(self.chat_template.as_str())
     }
 }
 
@@ -110,7 +114,9 @@ pub struct PromptsConfig {
 
 impl Default for PromptsConfig {
     fn default() -> Self {
-        PromptsConfig { pipeline: default_pipeline() }
+        PromptsConfig {
+            pipeline: default_pipeline(),
+        }
     }
 }
 
@@ -131,7 +137,10 @@ pub struct ToolsConfig {
 
 impl Default for ToolsConfig {
     fn default() -> Self {
-        ToolsConfig { dir: default_tools_dir(), order: Vec::new() }
+        ToolsConfig {
+            dir: default_tools_dir(),
+            order: Vec::new(),
+        }
     }
 }
 

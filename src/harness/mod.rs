@@ -31,8 +31,8 @@ pub mod pipeline;
 pub mod problem;
 pub mod render;
 pub mod skills;
-pub mod tools;
 mod toml_error;
+pub mod tools;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -42,7 +42,10 @@ use serde_json::{json, Map, Value};
 
 pub use context::LiveContext;
 pub use files::{FileSet, HarnessFile};
-pub use hooks::{BuiltinCheck, BuiltinHook, CommandHook, Feedback, FeedbackRole, Hook, HookEvent, HooksConfig, MatcherGroup, OnFail};
+pub use hooks::{
+    BuiltinCheck, BuiltinHook, CommandHook, Feedback, FeedbackRole, Hook, HookEvent, HooksConfig,
+    MatcherGroup, OnFail,
+};
 pub use limits::Limits;
 pub use manifest::{Manifest, SkillsMode, ToolCallFormat};
 pub use pipeline::{Block, Pipeline};
@@ -88,7 +91,10 @@ impl Harness {
         problems.extend(parsed.problems);
         match parsed.harness {
             Some(h) if problems.is_empty() => Ok(h),
-            _ => Err(problems_error(&format!("harness {}", dir.display()), &problems)),
+            _ => Err(problems_error(
+                &format!("harness {}", dir.display()),
+                &problems,
+            )),
         }
     }
 
@@ -190,13 +196,17 @@ impl Harness {
 
     /// The timeout a command hook runs under, in seconds.
     pub fn hook_timeout_s(&self, hook: &CommandHook) -> u64 {
-        hook.timeout.or(self.manifest.hooks.as_ref().map(|h| h.default_timeout_s)).unwrap_or(10)
+        hook.timeout
+            .or(self.manifest.hooks.as_ref().map(|h| h.default_timeout_s))
+            .unwrap_or(10)
     }
 
     /// Absolute path of a file named inside the harness (a hook command), after checking on disk
     /// that it stays inside the harness even through symlinks. Needs a harness loaded from disk.
     pub fn resolve_path(&self, rel: &str) -> Result<PathBuf> {
-        let root = self.root.as_deref().ok_or_else(|| anyhow!("{rel}: this harness was built in memory; write it to a directory first"))?;
+        let root = self.root.as_deref().ok_or_else(|| {
+            anyhow!("{rel}: this harness was built in memory; write it to a directory first")
+        })?;
         paths::resolve_on_disk(root, rel).map_err(|e| anyhow!("{}: {rel:?}: {e}", root.display()))
     }
 
@@ -207,13 +217,22 @@ impl Harness {
 
     /// Renders the prompt blocks for a live-room context, in pipeline order.
     pub fn render_blocks(&self, ctx: &LiveContext) -> Result<Vec<RenderedBlock>> {
-        self.renderer.render_blocks(&self.pipeline_file, &self.pipeline, &self.template_vars(), ctx)
+        self.renderer.render_blocks(
+            &self.pipeline_file,
+            &self.pipeline,
+            &self.template_vars(),
+            ctx,
+        )
     }
 
     /// The system prompt: rendered blocks joined by the pipeline's separator.
     pub fn render_system_prompt(&self, ctx: &LiveContext) -> Result<String> {
         let blocks = self.render_blocks(ctx)?;
-        Ok(blocks.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join(&self.pipeline.separator))
+        Ok(blocks
+            .iter()
+            .map(|b| b.text.as_str())
+            .collect::<Vec<_>>()
+            .join(&self.pipeline.separator))
     }
 
     /// Variables every template sees besides the live-room context (see `context.rs`).
@@ -230,15 +249,28 @@ impl Harness {
                 v
             })
             .collect();
-        let tools: Vec<Value> = self.tools.iter().map(|t| json!({"name": t.name, "description": t.description})).collect();
+        let tools: Vec<Value> = self
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description}))
+            .collect();
         let m = &self.manifest;
         let mut vars = Map::new();
         vars.insert("harness".into(), json!({"name": m.harness.name, "version": m.harness.version, "description": m.harness.description}));
-        vars.insert("limits".into(), serde_json::to_value(m.limits).unwrap_or(Value::Null));
+        vars.insert(
+            "limits".into(),
+            serde_json::to_value(m.limits).unwrap_or(Value::Null),
+        );
         vars.insert("tools".into(), Value::Array(tools));
         vars.insert("skills".into(), Value::Array(skills));
-        vars.insert("skills_mode".into(), serde_json::to_value(m.skills.mode).unwrap_or(Value::Null));
-        vars.insert("load_skill_tool".into(), Value::String(m.skills.load_tool.clone()));
+        vars.insert(
+            "skills_mode".into(),
+            serde_json::to_value(m.skills.mode).unwrap_or(Value::Null),
+        );
+        vars.insert(
+            "load_skill_tool".into(),
+            Value::String(m.skills.load_tool.clone()),
+        );
         vars
     }
 }
@@ -260,7 +292,11 @@ fn manifest_path(field: &str, value: &str, problems: &mut Vec<Problem>) -> Optio
     match normalize_relative("", value) {
         Ok(key) => Some(key),
         Err(e) => {
-            problems.push(Problem::field(manifest::MANIFEST_FILE, field, format!("{value:?}: {e}")));
+            problems.push(Problem::field(
+                manifest::MANIFEST_FILE,
+                field,
+                format!("{value:?}: {e}"),
+            ));
             None
         }
     }
@@ -272,24 +308,44 @@ fn parse(files: FileSet, root: Option<PathBuf>) -> Parsed {
     let mut problems = Vec::new();
     let manifest = match files::text(&files, manifest::MANIFEST_FILE).and_then(Manifest::parse) {
         Ok(m) => m,
-        Err(p) => return Parsed { harness: None, problems: vec![p] },
+        Err(p) => {
+            return Parsed {
+                harness: None,
+                problems: vec![p],
+            }
+        }
     };
 
-    let pipeline_file = manifest_path("prompts.pipeline", &manifest.prompts.pipeline, &mut problems);
-    let pipeline = match pipeline_file.as_deref().map(|f| files::text(&files, f).and_then(|t| Pipeline::parse(f, t))) {
+    let pipeline_file = manifest_path(
+        "prompts.pipeline",
+        &manifest.prompts.pipeline,
+        &mut problems,
+    );
+    let pipeline = match pipeline_file
+        .as_deref()
+        .map(|f| files::text(&files, f).and_then(|t| Pipeline::parse(f, t)))
+    {
         Some(Ok(p)) => p,
         Some(Err(p)) => {
             problems.push(p);
-            Pipeline { separator: "\n\n".into(), blocks: Vec::new() }
+            Pipeline {
+                separator: "\n\n".into(),
+                blocks: Vec::new(),
+            }
         }
-        None => Pipeline { separator: "\n\n".into(), blocks: Vec::new() },
+        None => Pipeline {
+            separator: "\n\n".into(),
+            blocks: Vec::new(),
+        },
     };
 
     let mut tools = Vec::new();
     if let Some(dir) = manifest_path("tools.dir", &manifest.tools.dir, &mut problems) {
         let prefix = format!("{dir}/");
         for key in files.keys() {
-            let Some(rest) = key.strip_prefix(&prefix) else { continue };
+            let Some(rest) = key.strip_prefix(&prefix) else {
+                continue;
+            };
             if rest.ends_with(".json") && !rest.contains('/') {
                 match files::text(&files, key).and_then(|t| Tool::parse(key, t)) {
                     Ok(t) => tools.push(t),
@@ -307,7 +363,10 @@ fn parse(files: FileSet, root: Option<PathBuf>) -> Parsed {
     let skills = order::apply_order(skills, &manifest.skills.order, |s| s.name());
 
     let mut hooks = HooksConfig::default();
-    let hooks_file = manifest.hooks.as_ref().and_then(|h| manifest_path("hooks.file", &h.file, &mut problems));
+    let hooks_file = manifest
+        .hooks
+        .as_ref()
+        .and_then(|h| manifest_path("hooks.file", &h.file, &mut problems));
     if let Some(f) = &hooks_file {
         match files::text(&files, f) {
             Ok(text) => {
@@ -335,5 +394,8 @@ fn parse(files: FileSet, root: Option<PathBuf>) -> Parsed {
         hooks,
         renderer,
     };
-    Parsed { harness: Some(harness), problems }
+    Parsed {
+        harness: Some(harness),
+        problems,
+    }
 }

@@ -8,7 +8,10 @@ pub fn apply_order<T>(items: Vec<T>, order: &[String], name: impl Fn(&T) -> &str
     let mut rest: Vec<Option<T>> = items.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(rest.len());
     for wanted in order {
-        if let Some(slot) = rest.iter_mut().find(|s| s.as_ref().is_some_and(|t| name(t) == wanted)) {
+        if let Some(slot) = rest
+            .iter_mut()
+            .find(|s| s.as_ref().is_some_and(|t| name(t) == wanted))
+        {
             out.extend(slot.take());
         }
     }
@@ -17,13 +20,27 @@ pub fn apply_order<T>(items: Vec<T>, order: &[String], name: impl Fn(&T) -> &str
 }
 
 /// Every name in `order` must exist and appear once.
-pub fn validate_order(file: &str, field: &str, order: &[String], known: &[&str], problems: &mut Vec<Problem>) {
+pub fn validate_order(
+    file: &str,
+    field: &str,
+    order: &[String],
+    known: &[&str],
+    problems: &mut Vec<Problem>,
+) {
     let mut seen = std::collections::BTreeSet::new();
     for (i, name) in order.iter().enumerate() {
         if !known.contains(&name.as_str()) {
-            problems.push(Problem::field(file, format!("{field}[{i}]"), format!("{name:?} does not exist")));
+            problems.push(Problem::field(
+                file,
+                format!("{field}[{i}]"),
+                format!("{name:?} does not exist"),
+            ));
         } else if !seen.insert(name) {
-            problems.push(Problem::field(file, format!("{field}[{i}]"), format!("{name:?} is listed twice")));
+            problems.push(Problem::field(
+                file,
+                format!("{field}[{i}]"),
+                format!("{name:?} is listed twice"),
+            ));
         }
     }
 }

@@ -25,11 +25,15 @@ impl std::fmt::Display for PathError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             PathError::Empty => "path is empty",
-            PathError::Absolute => "absolute paths are not allowed; use a path relative to the harness directory",
+            PathError::Absolute => {
+                "absolute paths are not allowed; use a path relative to the harness directory"
+            }
             PathError::Backslash => "use '/' as the path separator (backslashes are not portable)",
             PathError::EscapesRoot => "path leaves the harness directory ('..' above the root)",
             PathError::NotFound => "no such file in the harness directory",
-            PathError::SymlinkOutside => "path resolves (through a symlink) to a location outside the harness directory",
+            PathError::SymlinkOutside => {
+                "path resolves (through a symlink) to a location outside the harness directory"
+            }
         })
     }
 }
@@ -71,7 +75,10 @@ pub fn normalize_relative(base: &str, path: &str) -> Result<String, PathError> {
 pub fn resolve_on_disk(root: &Path, rel: &str) -> Result<PathBuf, PathError> {
     let key = normalize_relative("", rel)?;
     let root = root.canonicalize().map_err(|_| PathError::NotFound)?;
-    let full = root.join(&key).canonicalize().map_err(|_| PathError::NotFound)?;
+    let full = root
+        .join(&key)
+        .canonicalize()
+        .map_err(|_| PathError::NotFound)?;
     if full.starts_with(&root) {
         Ok(full)
     } else {
@@ -90,16 +97,34 @@ mod tests {
 
     #[test]
     fn normalizes_inside_paths() {
-        assert_eq!(normalize_relative("", "prompts/./a.j2").unwrap(), "prompts/a.j2");
-        assert_eq!(normalize_relative("skills/x", "../y/ref.md").unwrap(), "skills/y/ref.md");
-        assert_eq!(normalize_relative("hooks", "check.sh").unwrap(), "hooks/check.sh");
+        assert_eq!(
+            normalize_relative("", "prompts/./a.j2").unwrap(),
+            "prompts/a.j2"
+        );
+        assert_eq!(
+            normalize_relative("skills/x", "../y/ref.md").unwrap(),
+            "skills/y/ref.md"
+        );
+        assert_eq!(
+            normalize_relative("hooks", "check.sh").unwrap(),
+            "hooks/check.sh"
+        );
     }
 
     #[test]
     fn rejects_escapes() {
-        assert_eq!(normalize_relative("", "../etc/passwd"), Err(PathError::EscapesRoot));
-        assert_eq!(normalize_relative("skills/x", "../../../a"), Err(PathError::EscapesRoot));
-        assert_eq!(normalize_relative("", "/etc/passwd"), Err(PathError::Absolute));
+        assert_eq!(
+            normalize_relative("", "../etc/passwd"),
+            Err(PathError::EscapesRoot)
+        );
+        assert_eq!(
+            normalize_relative("skills/x", "../../../a"),
+            Err(PathError::EscapesRoot)
+        );
+        assert_eq!(
+            normalize_relative("", "/etc/passwd"),
+            Err(PathError::Absolute)
+        );
         assert_eq!(normalize_relative("", "C:/x"), Err(PathError::Absolute));
         assert_eq!(normalize_relative("", "a\\b"), Err(PathError::Backslash));
         assert_eq!(normalize_relative("", "."), Err(PathError::Empty));

@@ -61,33 +61,63 @@ impl Pipeline {
     }
 
     /// Root-relative key of a block's template, given the pipeline file's key.
-    pub fn template_key(pipeline_file: &str, block: &Block) -> Result<String, super::paths::PathError> {
+    pub fn template_key(
+        pipeline_file: &str,
+        block: &Block,
+    ) -> Result<String, super::paths::PathError> {
         normalize_relative(parent_of(pipeline_file), &block.template)
     }
 }
 
 /// Structure of the pipeline: at least one block, unique well-formed names, templates that exist
 /// inside the harness. Template *compilation* is checked by the renderer.
-pub fn validate_pipeline(file: &str, pipeline: &Pipeline, files: &FileSet, problems: &mut Vec<Problem>) {
+pub fn validate_pipeline(
+    file: &str,
+    pipeline: &Pipeline,
+    files: &FileSet,
+    problems: &mut Vec<Problem>,
+) {
     if pipeline.blocks.is_empty() {
-        problems.push(Problem::field(file, "block", "the pipeline has no blocks; add at least one [[block]]"));
+        problems.push(Problem::field(
+            file,
+            "block",
+            "the pipeline has no blocks; add at least one [[block]]",
+        ));
     }
     let mut seen = std::collections::BTreeSet::new();
     for (i, block) in pipeline.blocks.iter().enumerate() {
         let valid_name = !block.name.is_empty()
-            && block.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+            && block
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
         if !valid_name {
-            problems.push(Problem::field(file, format!("block[{i}].name"), format!("{:?} must be non-empty a-z, 0-9, '_', '-'", block.name)));
+            problems.push(Problem::field(
+                file,
+                format!("block[{i}].name"),
+                format!("{:?} must be non-empty a-z, 0-9, '_', '-'", block.name),
+            ));
         }
         if !seen.insert(block.name.as_str()) {
-            problems.push(Problem::field(file, format!("block[{i}].name"), format!("duplicate block name {:?}", block.name)));
+            problems.push(Problem::field(
+                file,
+                format!("block[{i}].name"),
+                format!("duplicate block name {:?}", block.name),
+            ));
         }
         match Pipeline::template_key(file, block) {
-            Err(e) => problems.push(Problem::field(file, format!("block[{i}].template"), format!("{:?}: {e}", block.template))),
+            Err(e) => problems.push(Problem::field(
+                file,
+                format!("block[{i}].template"),
+                format!("{:?}: {e}", block.template),
+            )),
             Ok(key) if !files.contains_key(&key) => problems.push(Problem::field(
                 file,
                 format!("block[{i}].template"),
-                format!("{:?}: no such file in the harness directory (looked for {key})", block.template),
+                format!(
+                    "{:?}: no such file in the harness directory (looked for {key})",
+                    block.template
+                ),
             )),
             Ok(_) => {}
         }

@@ -21,13 +21,27 @@ pub struct Problem {
 
 impl Problem {
     /// A problem about a named field of a file.
-    pub fn field(file: impl Into<String>, field: impl Into<String>, message: impl Into<String>) -> Self {
-        Problem { file: file.into(), line: None, field: Some(field.into()), message: message.into() }
+    pub fn field(
+        file: impl Into<String>,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Problem {
+            file: file.into(),
+            line: None,
+            field: Some(field.into()),
+            message: message.into(),
+        }
     }
 
     /// A problem about a whole file (unreadable, unparsable, missing).
     pub fn file(file: impl Into<String>, message: impl Into<String>) -> Self {
-        Problem { file: file.into(), line: None, field: None, message: message.into() }
+        Problem {
+            file: file.into(),
+            line: None,
+            field: None,
+            message: message.into(),
+        }
     }
 
     pub fn at_line(mut self, line: Option<usize>) -> Self {
@@ -42,9 +56,11 @@ impl fmt::Display for Problem {
         if let Some(line) = self.line {
             write!(f, ":{line}")?;
         }
+        // One problem, one line: parsers sometimes put line breaks in their messages.
+        let message = self.message.replace('\n', "; ");
         match &self.field {
-            Some(field) => write!(f, ": field '{field}': {}", self.message),
-            None => write!(f, ": {}", self.message),
+            Some(field) => write!(f, ": field '{field}': {message}"),
+            None => write!(f, ": {message}"),
         }
     }
 }
@@ -52,7 +68,11 @@ impl fmt::Display for Problem {
 /// 1-based line number of a byte offset in `text` (parsers report spans as byte offsets).
 pub(crate) fn line_of_offset(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// Turns a list of problems into one `anyhow` error, one problem per line.
@@ -80,7 +100,15 @@ pub(crate) fn field_from_serde_message(message: &str) -> Option<String> {
 pub(crate) fn json_problem(file: &str, err: &serde_json::Error) -> Problem {
     let full = err.to_string();
     // serde_json appends " at line L column C"; the line goes into the problem's own slot.
-    let message = full.rfind(" at line ").map_or(full.as_str(), |i| &full[..i]).to_string();
+    let message = full
+        .rfind(" at line ")
+        .map_or(full.as_str(), |i| &full[..i])
+        .to_string();
     let line = (err.line() > 0).then_some(err.line());
-    Problem { file: file.to_string(), line, field: field_from_serde_message(&message), message }
+    Problem {
+        file: file.to_string(),
+        line,
+        field: field_from_serde_message(&message),
+        message,
+    }
 }

@@ -4,7 +4,7 @@
 //! harness that was edited in memory (an augmentation variant) needs no directory. `include`,
 //! `import`, `extends` and `from` names are relative to the including template's directory (like
 //! Markdown links) and may not leave the harness. `trim_blocks` and `lstrip_blocks` are on, so a
-//! `{% for %}` line does not leave a blank line behind; Python string methods (pycompat) and the
+//! `{% for %}` line does not leave a blank line behind, and templates keep their final newline; Python string methods (pycompat) and the
 //! contrib filters are available, as in chat templates.
 
 use std::collections::BTreeMap;
@@ -36,22 +36,34 @@ impl PromptRenderer {
     pub fn new(files: &FileSet) -> PromptRenderer {
         let texts: BTreeMap<String, String> = files
             .iter()
-            .filter_map(|(k, f)| String::from_utf8(f.bytes.clone()).ok().map(|t| (k.clone(), t)))
+            .filter_map(|(k, f)| {
+                String::from_utf8(f.bytes.clone())
+                    .ok()
+                    .map(|t| (k.clone(), t))
+            })
             .collect();
         let texts = Arc::new(texts);
         let mut env = Environment::new();
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
+        // A partial is a line (or lines) of text: keep its final newline, or an `{% include %}`
+        // line would run into the next one.
+        env.set_keep_trailing_newline(true);
         minijinja_contrib::add_to_environment(&mut env);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.set_path_join_callback(|name, parent| match normalize_relative(parent_of(parent), name) {
-            Ok(joined) => joined.into(),
-            // Leave the name as written; the loader refuses it with the reason.
-            Err(_) => name.into(),
+        env.set_path_join_callback(|name, parent| {
+            match normalize_relative(parent_of(parent), name) {
+                Ok(joined) => joined.into(),
+                // Leave the name as written; the loader refuses it with the reason.
+                Err(_) => name.into(),
+            }
         });
         env.set_loader(move |name| match normalize_relative("", name) {
             Ok(key) => Ok(texts.get(&key).cloned()),
-            Err(e) => Err(minijinja::Error::new(ErrorKind::InvalidOperation, format!("template path {name:?}: {e}"))),
+            Err(e) => Err(minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                format!("template path {name:?}: {e}"),
+            )),
         });
         PromptRenderer { env }
     }
@@ -59,48 +71,85 @@ impl PromptRenderer {
     /// Compiles a template of the harness; the problem carries the template's line.
     pub fn check_template(&self, key: &str) -> Result<(), Problem> {
         self.env.get_template(key).map(|_| ()).map_err(|e| {
-            Problem::file(key, format!("template does not compile: {}", error_text(&e))).at_line(e.line())
+            Problem::file(
+                key,
+                format!("template does not compile: {}", error_text(&e)),
+            )
+            .at_line(e.line())
         })
     }
 
     /// Compiles an inline template string (pipeline items, hook feedback).
     pub fn check_inline(&self, source: &str) -> Result<(), String> {
-        self.env.template_from_str(source).map(|_| ()).map_err(|e| error_text(&e))
+        self.env
+            .template_from_str(source)
+            .map(|_| ())
+            .map_err(|e| error_text(&e))
     }
 
     pub fn check_expression(&self, expr: &str) -> Result<(), String> {
-        self.env.compile_expression(expr).map(|_| ()).map_err(|e| error_text(&e))
+        self.env
+            .compile_expression(expr)
+            .map(|_| ())
+            .map_err(|e| error_text(&e))
     }
 
     /// Renders every block of `pipeline` whose `when` holds, in pipeline order. `base` holds the
     /// harness-provided variables (`harness`, `limits`, `tools`, `skills`, …); `ctx` adds the live
     /// room. Blocks that render to whitespace only are dropped.
-    pub fn render_blocks(&self, pipeline_file: &str, pipeline: &Pipeline, base: &Map<String, Value>, ctx: &LiveContext) -> Result<Vec<RenderedBlock>> {
+    pub fn render_blocks(
+        &self,
+        pipeline_file: &str,
+        pipeline: &Pipeline,
+        base: &Map<String, Value>,
+        ctx: &LiveContext,
+    ) -> Result<Vec<RenderedBlock>> {
         let mut vars = base.clone();
         vars.extend(ctx.vars().iter().map(|(k, v)| (k.clone(), v.clone())));
         let mut out = Vec::new();
         for block in &pipeline.blocks {
             let text = self
                 .render_block(pipeline_file, block, &vars)
-                .with_context(|| format!("{pipeline_file}: block {:?} ({})", block.name, block.template))?;
+                .with_context(|| {
+                    format!(
+                        "{pipeline_file}: block {:?} ({})",
+                        block.name, block.template
+                    )
+                })?;
             if let Some(text) = text {
-                out.push(RenderedBlock { name: block.name.clone(), text });
+                out.push(RenderedBlock {
+                    name: block.name.clone(),
+                    text,
+                });
             }
         }
         Ok(out)
     }
 
-    fn render_block(&self, pipeline_file: &str, block: &Block, vars: &Map<String, Value>) -> Result<Option<String>> {
+    fn render_block(
+        &self,
+        pipeline_file: &str,
+        block: &Block,
+        vars: &Map<String, Value>,
+    ) -> Result<Option<String>> {
         if let Some(when) = &block.when {
-            let expr = self.env.compile_expression(when).map_err(|e| anyhow::anyhow!("when {when:?}: {}", error_text(&e)))?;
-            let value = expr.eval(minijinja::Value::from_serialize(vars)).map_err(|e| anyhow::anyhow!("when {when:?}: {}", error_text(&e)))?;
+            let expr = self
+                .env
+                .compile_expression(when)
+                .map_err(|e| anyhow::anyhow!("when {when:?}: {}", error_text(&e)))?;
+            let value = expr
+                .eval(minijinja::Value::from_serialize(vars))
+                .map_err(|e| anyhow::anyhow!("when {when:?}: {}", error_text(&e)))?;
             if !value.is_true() {
                 return Ok(None);
             }
         }
         let mut items = Vec::new();
         for (j, item) in block.items.iter().enumerate() {
-            let text = self.env.render_str(item, vars).map_err(|e| anyhow::anyhow!("items[{j}]: {}", error_text(&e)))?;
+            let text = self
+                .env
+                .render_str(item, vars)
+                .map_err(|e| anyhow::anyhow!("items[{j}]: {}", error_text(&e)))?;
             let text = text.trim();
             if !text.is_empty() {
                 items.push(Value::String(text.to_string()));
@@ -109,9 +158,15 @@ impl PromptRenderer {
         let mut vars = vars.clone();
         vars.insert("items".into(), Value::Array(items));
         vars.insert("block".into(), Value::String(block.name.clone()));
-        let key = Pipeline::template_key(pipeline_file, block).map_err(|e| anyhow::anyhow!("template {:?}: {e}", block.template))?;
-        let template = self.env.get_template(&key).map_err(|e| anyhow::anyhow!("{}", error_text(&e)))?;
-        let text = template.render(&vars).map_err(|e| anyhow::anyhow!("{}", error_text(&e)))?;
+        let key = Pipeline::template_key(pipeline_file, block)
+            .map_err(|e| anyhow::anyhow!("template {:?}: {e}", block.template))?;
+        let template = self
+            .env
+            .get_template(&key)
+            .map_err(|e| anyhow::anyhow!("{}", error_text(&e)))?;
+        let text = template
+            .render(&vars)
+            .map_err(|e| anyhow::anyhow!("{}", error_text(&e)))?;
         let text = text.trim();
         Ok((!text.is_empty()).then(|| text.to_string()))
     }
@@ -133,7 +188,13 @@ fn error_text(e: &minijinja::Error) -> String {
 /// problem points at the template line even when the include sits in a branch that the
 /// validation render does not take.
 pub fn check_includes(key: &str, text: &str, files: &FileSet, problems: &mut Vec<Problem>) {
-    let re = regex::Regex::new(r#"\{%-?\s*(include|import|extends|from)\s+(?:\[\s*)?["']([^"']+)["']"#).expect("static regex");
+    static INCLUDE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = INCLUDE.get_or_init(|| {
+        regex::Regex::new(
+            r#"\{%[-+]?\s*(include|import|extends|from)\s+(?:\[\s*)?["']([^"']+)["']"#,
+        )
+        .expect("static regex")
+    });
     for caps in re.captures_iter(text) {
         let (stmt, name) = (&caps[1], &caps[2]);
         let line = line_of_offset(text, caps.get(0).map_or(0, |m| m.start()));
@@ -141,7 +202,12 @@ pub fn check_includes(key: &str, text: &str, files: &FileSet, problems: &mut Vec
         match normalize_relative(parent_of(key), name) {
             Err(e) => problems.push(Problem::field(key, field, e.to_string()).at_line(Some(line))),
             Ok(target) if !files.contains_key(&target) => problems.push(
-                Problem::field(key, field, format!("no such template in the harness directory (looked for {target})")).at_line(Some(line)),
+                Problem::field(
+                    key,
+                    field,
+                    format!("no such template in the harness directory (looked for {target})"),
+                )
+                .at_line(Some(line)),
             ),
             Ok(_) => {}
         }

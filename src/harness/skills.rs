@@ -32,7 +32,11 @@ pub struct SkillFrontMatter {
     pub compatibility: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<BTreeMap<String, String>>,
-    #[serde(rename = "allowed-tools", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "allowed-tools",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub allowed_tools: Option<AllowedTools>,
 }
 
@@ -91,13 +95,39 @@ impl Skill {
         })?;
         let front: SkillFrontMatter = serde_yaml::from_str(yaml).map_err(|e| {
             let full = e.to_string();
-            let message = full.rfind(" at line ").map_or(full.as_str(), |i| &full[..i]).to_string();
+            let mut message = full
+                .rfind(" at line ")
+                .map_or(full.as_str(), |i| &full[..i])
+                .to_string();
             // +1: the YAML starts on the line after the opening '---'.
             let line = e.location().map(|l| l.line() + 1);
-            let field = field_from_serde_message(&message).map(|f| format!("front matter field '{f}'"));
-            Problem { file: file.to_string(), line, field, message }
+            let mut field = field_from_serde_message(&message);
+            // serde_yaml prefixes errors inside a field with its path: "name: invalid type: …".
+            if field.is_none() {
+                if let Some((path, rest)) = message.split_once(": ") {
+                    let is_path = path
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"_-.[]".contains(&b));
+                    if is_path && !path.is_empty() {
+                        field = Some(path.to_string());
+                        message = rest.to_string();
+                    }
+                }
+            }
+            let field = field.map(|f| format!("front matter field '{f}'"));
+            Problem {
+                file: file.to_string(),
+                line,
+                field,
+                message,
+            }
         })?;
-        Ok(Skill { file: file.to_string(), front, body: body.to_string(), body_line })
+        Ok(Skill {
+            file: file.to_string(),
+            front,
+            body: body.to_string(),
+            body_line,
+        })
     }
 
     /// `SKILL.md` text for this skill (the augmentation stage writes renamed or rewritten skills).
@@ -109,7 +139,9 @@ impl Skill {
 
 /// Splits `---\n<yaml>\n---\n<body>`; CRLF line ends are accepted.
 fn split_front_matter(text: &str) -> Option<(&str, &str, usize)> {
-    let rest = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n"))?;
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))?;
     let mut offset = 0;
     let mut line_no = 2;
     for line in rest.split_inclusive('\n') {
@@ -125,7 +157,9 @@ fn split_front_matter(text: &str) -> Option<(&str, &str, usize)> {
 /// Agent Skills name rule: 1–64 of `a-z0-9-`, no leading, trailing or doubled `-`.
 pub fn is_valid_skill_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
         && !name.ends_with('-')
         && !name.contains("--")
@@ -148,7 +182,10 @@ pub fn load_skills(files: &FileSet, skills_dir: &str, problems: &mut Vec<Problem
     for (dir, has_skill_file) in dirs {
         let file = format!("{prefix}{dir}/{SKILL_FILE}");
         if !has_skill_file {
-            problems.push(Problem::file(format!("{prefix}{dir}"), format!("skill directory has no {SKILL_FILE}")));
+            problems.push(Problem::file(
+                format!("{prefix}{dir}"),
+                format!("skill directory has no {SKILL_FILE}"),
+            ));
             continue;
         }
         match super::files::text(files, &file).and_then(|text| Skill::parse(&file, text)) {
@@ -165,13 +202,20 @@ pub fn validate_skill(skill: &Skill, files: &FileSet, problems: &mut Vec<Problem
     let fm = |f: &str| format!("front matter field '{f}'");
     let name = skill.name();
     if !is_valid_skill_name(name) {
-        problems.push(Problem::field(file, fm("name"), format!("{name:?} {SKILL_NAME_RULE}")));
+        problems.push(Problem::field(
+            file,
+            fm("name"),
+            format!("{name:?} {SKILL_NAME_RULE}"),
+        ));
     }
     if name != skill.dir_name() {
         problems.push(Problem::field(
             file,
             fm("name"),
-            format!("{name:?} must equal the skill's directory name {:?}", skill.dir_name()),
+            format!(
+                "{name:?} must equal the skill's directory name {:?}",
+                skill.dir_name()
+            ),
         ));
     }
     let desc_chars = skill.description().chars().count();
@@ -185,23 +229,38 @@ pub fn validate_skill(skill: &Skill, files: &FileSet, problems: &mut Vec<Problem
     if let Some(c) = &skill.front.compatibility {
         let n = c.chars().count();
         if n == 0 || n > MAX_COMPATIBILITY_CHARS {
-            problems.push(Problem::field(file, fm("compatibility"), format!("must be 1-{MAX_COMPATIBILITY_CHARS} characters (has {n})")));
+            problems.push(Problem::field(
+                file,
+                fm("compatibility"),
+                format!("must be 1-{MAX_COMPATIBILITY_CHARS} characters (has {n})"),
+            ));
         }
     }
     if skill.body.trim().is_empty() {
-        problems.push(Problem::field(file, "body", "is empty; a skill body holds its rules"));
+        problems.push(Problem::field(
+            file,
+            "body",
+            "is empty; a skill body holds its rules",
+        ));
     }
     for (line, target) in relative_links(&skill.body) {
         let path = target.split('#').next().unwrap_or(target);
         let problem = match normalize_relative(skill.dir(), path) {
             Err(e) => Some(format!("reference {target:?}: {e}")),
-            Ok(key) if !files.contains_key(&key) && !files.keys().any(|k| k.starts_with(&format!("{key}/"))) => {
-                Some(format!("reference {target:?}: {}", super::paths::PathError::NotFound))
+            Ok(key)
+                if !files.contains_key(&key)
+                    && !files.keys().any(|k| k.starts_with(&format!("{key}/"))) =>
+            {
+                Some(format!(
+                    "reference {target:?}: {}",
+                    super::paths::PathError::NotFound
+                ))
             }
             Ok(_) => None,
         };
         if let Some(message) = problem {
-            problems.push(Problem::field(file, "body", message).at_line(Some(skill.body_line + line)));
+            problems
+                .push(Problem::field(file, "body", message).at_line(Some(skill.body_line + line)));
         }
     }
 }
@@ -238,14 +297,27 @@ mod tests {
         for ok in ["a", "product-qa", "x1-2y", &"a".repeat(64)] {
             assert!(is_valid_skill_name(ok), "{ok}");
         }
-        for bad in ["", "-a", "a-", "a--b", "Foo", "a_b", "中文", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "a--b",
+            "Foo",
+            "a_b",
+            "中文",
+            &"a".repeat(65),
+        ] {
             assert!(!is_valid_skill_name(bad), "{bad}");
         }
     }
 
     #[test]
     fn parses_front_matter_with_crlf() {
-        let s = Skill::parse("skills/a/SKILL.md", "---\r\nname: a\r\ndescription: d\r\n---\r\nbody\r\n").unwrap();
+        let s = Skill::parse(
+            "skills/a/SKILL.md",
+            "---\r\nname: a\r\ndescription: d\r\n---\r\nbody\r\n",
+        )
+        .unwrap();
         assert_eq!(s.name(), "a");
         assert_eq!(s.body, "body\r\n");
         assert_eq!(s.body_line, 5);
@@ -253,14 +325,34 @@ mod tests {
 
     #[test]
     fn yaml_error_line_is_counted_in_the_file() {
-        let p = Skill::parse("skills/a/SKILL.md", "---\nname: a\ndescription: d\ncolour: red\n---\nb\n").unwrap_err();
+        let p = Skill::parse(
+            "skills/a/SKILL.md",
+            "---\nname: a\ndescription: d\ncolour: red\n---\nb\n",
+        )
+        .unwrap_err();
         assert_eq!(p.line, Some(4));
         assert_eq!(p.field.as_deref(), Some("front matter field 'colour'"));
     }
 
     #[test]
+    fn yaml_type_error_names_the_field() {
+        let p = Skill::parse(
+            "skills/a/SKILL.md",
+            "---\nname: [a]\ndescription: d\n---\nb\n",
+        )
+        .unwrap_err();
+        assert_eq!(p.line, Some(2));
+        assert_eq!(p.field.as_deref(), Some("front matter field 'name'"));
+        assert!(p.message.starts_with("invalid type"), "{p}");
+    }
+
+    #[test]
     fn markdown_round_trips() {
-        let s = Skill::parse("skills/a/SKILL.md", "---\nname: a\ndescription: 何时使用\nallowed-tools: x y\n---\n规则\n").unwrap();
+        let s = Skill::parse(
+            "skills/a/SKILL.md",
+            "---\nname: a\ndescription: 何时使用\nallowed-tools: x y\n---\n规则\n",
+        )
+        .unwrap();
         let again = Skill::parse("skills/a/SKILL.md", &s.to_markdown()).unwrap();
         assert_eq!(again, s);
         assert_eq!(again.front.allowed_tools.unwrap().names(), ["x", "y"]);
@@ -268,7 +360,9 @@ mod tests {
 
     #[test]
     fn finds_relative_links_only() {
-        let links = relative_links("see [r](references/R.md) and [w](https://x.y) [a](#top)\n[b](../b/x.md#s)");
+        let links = relative_links(
+            "see [r](references/R.md) and [w](https://x.y) [a](#top)\n[b](../b/x.md#s)",
+        );
         assert_eq!(links, [(0, "references/R.md"), (1, "../b/x.md#s")]);
     }
 }

@@ -4,7 +4,8 @@
 use super::problem::{line_of_offset, Problem};
 
 pub fn toml_problem(file: &str, text: &str, err: &toml::de::Error) -> Problem {
-    let message = err.message().trim().to_string();
+    // One problem is one line of `hat harness validate` output.
+    let message = err.message().trim().replace('\n', "; ");
     let Some(span) = err.span() else {
         return Problem::file(file, message);
     };
@@ -22,16 +23,28 @@ fn key_at_line(text: &str, line: usize) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
     let current = lines.get(line.checked_sub(1)?)?.trim();
     if current.starts_with('[') {
-        return Some(current.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+        return Some(
+            current
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_string(),
+        );
     }
     let (key, _) = current.split_once('=')?;
     let key = key.trim().trim_matches('"');
     if key.is_empty() || key.starts_with('#') {
         return None;
     }
-    let table = lines[..line - 1].iter().rev().map(|l| l.trim()).find(|l| l.starts_with('['));
+    let table = lines[..line - 1]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with('['));
     Some(match table {
-        Some(header) => format!("{}.{key}", header.trim_matches(|c| c == '[' || c == ']').trim()),
+        Some(header) => format!(
+            "{}.{key}",
+            header.trim_matches(|c| c == '[' || c == ']').trim()
+        ),
         None => key.to_string(),
     })
 }

@@ -24,7 +24,11 @@ pub struct Tool {
     pub description: String,
     #[serde(rename = "inputSchema")]
     pub input_schema: Value,
-    #[serde(rename = "outputSchema", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "outputSchema",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub output_schema: Option<Value>,
     /// MCP behaviour hints (read-only, idempotent, …); untrusted, passed through.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -35,7 +39,9 @@ pub struct Tool {
     pub meta: Option<Value>,
 }
 
-const JSON_SCHEMA_TYPES: [&str; 7] = ["string", "number", "integer", "boolean", "array", "object", "null"];
+const JSON_SCHEMA_TYPES: [&str; 7] = [
+    "string", "number", "integer", "boolean", "array", "object", "null",
+];
 
 impl Tool {
     pub fn parse(file: &str, text: &str) -> Result<Tool, Problem> {
@@ -77,7 +83,10 @@ impl Tool {
 
 /// `^[a-zA-Z0-9_-]{1,64}$` without compiling a regex for every check.
 pub fn is_valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Checks names (syntax, uniqueness across files), descriptions and input schemas.
@@ -88,18 +97,28 @@ pub fn validate_tools(tools: &[Tool], problems: &mut Vec<Problem>) {
             problems.push(Problem::field(
                 &tool.file,
                 "name",
-                format!("{:?} must be 1-64 characters from a-z, A-Z, 0-9, '_' and '-'", tool.name),
+                format!(
+                    "{:?} must be 1-64 characters from a-z, A-Z, 0-9, '_' and '-'",
+                    tool.name
+                ),
             ));
         }
         if let Some(first) = seen.insert(&tool.name, &tool.file) {
             problems.push(Problem::field(
                 &tool.file,
                 "name",
-                format!("duplicate tool name {:?} (also defined in {first})", tool.name),
+                format!(
+                    "duplicate tool name {:?} (also defined in {first})",
+                    tool.name
+                ),
             ));
         }
         if tool.description.trim().is_empty() {
-            problems.push(Problem::field(&tool.file, "description", "must say what the tool does and when to call it"));
+            problems.push(Problem::field(
+                &tool.file,
+                "description",
+                "must say what the tool does and when to call it",
+            ));
         }
         validate_input_schema(&tool.file, &tool.input_schema, problems);
     }
@@ -108,21 +127,38 @@ pub fn validate_tools(tools: &[Tool], problems: &mut Vec<Problem>) {
 /// An input schema must be an object schema whose `required` names exist in `properties`.
 pub fn validate_input_schema(file: &str, schema: &Value, problems: &mut Vec<Problem>) {
     let Some(obj) = schema.as_object() else {
-        return problems.push(Problem::field(file, "inputSchema", "must be a JSON Schema object ({\"type\": \"object\", …})"));
+        return problems.push(Problem::field(
+            file,
+            "inputSchema",
+            "must be a JSON Schema object ({\"type\": \"object\", …})",
+        ));
     };
     if obj.get("type").and_then(Value::as_str) != Some("object") {
-        problems.push(Problem::field(file, "inputSchema.type", "must be \"object\" (tool arguments are a JSON object)"));
+        problems.push(Problem::field(
+            file,
+            "inputSchema.type",
+            "must be \"object\" (tool arguments are a JSON object)",
+        ));
     }
     let props = match obj.get("properties") {
         None => None,
         Some(Value::Object(p)) => Some(p),
         Some(_) => {
-            problems.push(Problem::field(file, "inputSchema.properties", "must be an object mapping parameter names to schemas"));
+            problems.push(Problem::field(
+                file,
+                "inputSchema.properties",
+                "must be an object mapping parameter names to schemas",
+            ));
             None
         }
     };
     for (name, prop) in props.into_iter().flatten() {
-        validate_property(file, &format!("inputSchema.properties.{name}"), prop, problems);
+        validate_property(
+            file,
+            &format!("inputSchema.properties.{name}"),
+            prop,
+            problems,
+        );
     }
     match obj.get("required") {
         None => {}
@@ -131,20 +167,40 @@ pub fn validate_input_schema(file: &str, schema: &Value, problems: &mut Vec<Prob
             for (i, r) in required.iter().enumerate() {
                 let field = format!("inputSchema.required[{i}]");
                 match r.as_str() {
-                    None => problems.push(Problem::field(file, field, "must be a parameter name (string)")),
+                    None => problems.push(Problem::field(
+                        file,
+                        field,
+                        "must be a parameter name (string)",
+                    )),
                     Some(r) if !props.is_some_and(|p| p.contains_key(r)) => {
-                        problems.push(Problem::field(file, field, format!("{r:?} is not in inputSchema.properties")))
+                        problems.push(Problem::field(
+                            file,
+                            field,
+                            format!("{r:?} is not in inputSchema.properties"),
+                        ))
                     }
-                    Some(r) if !seen.insert(r) => problems.push(Problem::field(file, field, format!("{r:?} is listed twice"))),
+                    Some(r) if !seen.insert(r) => problems.push(Problem::field(
+                        file,
+                        field,
+                        format!("{r:?} is listed twice"),
+                    )),
                     Some(_) => {}
                 }
             }
         }
-        Some(_) => problems.push(Problem::field(file, "inputSchema.required", "must be an array of parameter names")),
+        Some(_) => problems.push(Problem::field(
+            file,
+            "inputSchema.required",
+            "must be an array of parameter names",
+        )),
     }
     if let Some(ap) = obj.get("additionalProperties") {
         if !ap.is_boolean() && !ap.is_object() {
-            problems.push(Problem::field(file, "inputSchema.additionalProperties", "must be a boolean or a schema object"));
+            problems.push(Problem::field(
+                file,
+                "inputSchema.additionalProperties",
+                "must be a boolean or a schema object",
+            ));
         }
     }
 }
@@ -161,17 +217,28 @@ fn validate_property(file: &str, field: &str, prop: &Value, problems: &mut Vec<P
         Some(t) => problems.push(Problem::field(
             file,
             format!("{field}.type"),
-            format!("{t} is not a JSON Schema type (one of {})", JSON_SCHEMA_TYPES.join(", ")),
+            format!(
+                "{t} is not a JSON Schema type (one of {})",
+                JSON_SCHEMA_TYPES.join(", ")
+            ),
         )),
     }
     if let Some(e) = p.get("enum") {
         if !e.as_array().is_some_and(|e| !e.is_empty()) {
-            problems.push(Problem::field(file, format!("{field}.enum"), "must be a non-empty array"));
+            problems.push(Problem::field(
+                file,
+                format!("{field}.enum"),
+                "must be a non-empty array",
+            ));
         }
     }
     if let Some(d) = p.get("description") {
         if !d.is_string() {
-            problems.push(Problem::field(file, format!("{field}.description"), "must be a string"));
+            problems.push(Problem::field(
+                file,
+                format!("{field}.description"),
+                "must be a string",
+            ));
         }
     }
 }
@@ -188,27 +255,44 @@ mod tests {
 
     #[test]
     fn accepts_object_schema_and_no_arg_schema() {
-        assert!(problems_of(json!({"type":"object","properties":{"q":{"type":"string"}},"required":["q"]})).is_empty());
+        assert!(problems_of(
+            json!({"type":"object","properties":{"q":{"type":"string"}},"required":["q"]})
+        )
+        .is_empty());
         assert!(problems_of(json!({"type":"object","additionalProperties":false})).is_empty());
     }
 
     #[test]
     fn required_must_be_declared() {
-        let p = problems_of(json!({"type":"object","properties":{"q":{"type":"string"}},"required":["q","x"]}));
+        let p = problems_of(
+            json!({"type":"object","properties":{"q":{"type":"string"}},"required":["q","x"]}),
+        );
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].field.as_deref(), Some("inputSchema.required[1]"));
     }
 
     #[test]
     fn property_types_are_checked() {
-        let p = problems_of(json!({"type":"object","properties":{"q":{"type":"text"},"e":{"enum":[]}}}));
+        let p = problems_of(
+            json!({"type":"object","properties":{"q":{"type":"text"},"e":{"enum":[]}}}),
+        );
         let fields: Vec<_> = p.iter().map(|p| p.field.clone().unwrap()).collect();
-        assert_eq!(fields, ["inputSchema.properties.q.type", "inputSchema.properties.e.enum"]);
+        assert_eq!(
+            fields,
+            [
+                "inputSchema.properties.q.type",
+                "inputSchema.properties.e.enum"
+            ]
+        );
     }
 
     #[test]
     fn openai_spec_renames_input_schema() {
-        let t = Tool::parse("tools/a.json", r#"{"name":"a","description":"d","inputSchema":{"type":"object"}}"#).unwrap();
+        let t = Tool::parse(
+            "tools/a.json",
+            r#"{"name":"a","description":"d","inputSchema":{"type":"object"}}"#,
+        )
+        .unwrap();
         assert_eq!(
             t.openai_spec(),
             json!({"type":"function","function":{"name":"a","description":"d","parameters":{"type":"object"}}})

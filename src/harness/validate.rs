@@ -37,7 +37,11 @@ pub fn validate(h: &Harness) -> Vec<Problem> {
 }
 
 fn max_reply_chars_range(h: &Harness) -> (u64, u64) {
-    let entry = h.limits().checked_entries().into_iter().find(|e| e.0 == "max_reply_chars");
+    let entry = h
+        .limits()
+        .checked_entries()
+        .into_iter()
+        .find(|e| e.0 == "max_reply_chars");
     entry.map_or((1, u64::MAX), |(_, _, lo, hi)| (lo, hi))
 }
 
@@ -45,15 +49,32 @@ fn manifest_rules(h: &Harness, tool_names: &[&str], problems: &mut Vec<Problem>)
     let m = &h.manifest;
     let f = MANIFEST_FILE;
     if !is_valid_skill_name(&m.harness.name) {
-        problems.push(Problem::field(f, "harness.name", format!("{:?} {SKILL_NAME_RULE}", m.harness.name)));
+        problems.push(Problem::field(
+            f,
+            "harness.name",
+            format!("{:?} {SKILL_NAME_RULE}", m.harness.name),
+        ));
     }
-    let version_ok = regex::Regex::new(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$").expect("static regex").is_match(&m.harness.version);
+    let version_ok = regex::Regex::new(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
+        .expect("static regex")
+        .is_match(&m.harness.version);
     if !version_ok {
-        problems.push(Problem::field(f, "harness.version", format!("{:?} must look like MAJOR.MINOR.PATCH (e.g. 1.2.0)", m.harness.version)));
+        problems.push(Problem::field(
+            f,
+            "harness.version",
+            format!(
+                "{:?} must look like MAJOR.MINOR.PATCH (e.g. 1.2.0)",
+                m.harness.version
+            ),
+        ));
     }
     for (name, value, lo, hi) in m.limits.checked_entries() {
         if !(lo..=hi).contains(&value) {
-            problems.push(Problem::field(f, format!("limits.{name}"), format!("{value} is out of range {lo}..={hi}")));
+            problems.push(Problem::field(
+                f,
+                format!("limits.{name}"),
+                format!("{value} is out of range {lo}..={hi}"),
+            ));
         }
     }
     if let Some(hooks) = &m.hooks {
@@ -61,7 +82,12 @@ fn manifest_rules(h: &Harness, tool_names: &[&str], problems: &mut Vec<Problem>)
             problems.push(Problem::field(
                 f,
                 "hooks.default_timeout_s",
-                format!("{} is out of range {}..={} seconds", hooks.default_timeout_s, TIMEOUT_RANGE_S.start(), TIMEOUT_RANGE_S.end()),
+                format!(
+                    "{} is out of range {}..={} seconds",
+                    hooks.default_timeout_s,
+                    TIMEOUT_RANGE_S.start(),
+                    TIMEOUT_RANGE_S.end()
+                ),
             ));
         }
     }
@@ -73,7 +99,10 @@ fn manifest_rules(h: &Harness, tool_names: &[&str], problems: &mut Vec<Problem>)
             Ok(key) if !h.files.contains_key(&key) => problems.push(Problem::field(
                 f,
                 "model.chat_template",
-                format!("{path:?} is neither a built-in template ({}) nor a file in the harness", super::manifest::BUILTIN_CHAT_TEMPLATES.join(", ")),
+                format!(
+                    "{path:?} is neither a built-in template ({}) nor a file in the harness",
+                    super::manifest::BUILTIN_CHAT_TEMPLATES.join(", ")
+                ),
             )),
             Ok(key) => {
                 if let Err(p) = h.renderer.check_template(&key) {
@@ -91,11 +120,23 @@ fn skill_rules(h: &Harness, tool_names: &[&str], problems: &mut Vec<Problem>) {
     for skill in &h.skills {
         validate_skill(skill, &h.files, problems);
         if let Some(first) = seen.insert(skill.name(), skill.file.as_str()) {
-            problems.push(Problem::field(&skill.file, "front matter field 'name'", format!("duplicate skill name (also {first})")));
+            problems.push(Problem::field(
+                &skill.file,
+                "front matter field 'name'",
+                format!("duplicate skill name (also {first})"),
+            ));
         }
         if let Some(allowed) = &skill.front.allowed_tools {
-            for t in allowed.names().into_iter().filter(|t| !tool_names.contains(t)) {
-                problems.push(Problem::field(&skill.file, "front matter field 'allowed-tools'", format!("{t:?} is not a tool of this harness")));
+            for t in allowed
+                .names()
+                .into_iter()
+                .filter(|t| !tool_names.contains(t))
+            {
+                problems.push(Problem::field(
+                    &skill.file,
+                    "front matter field 'allowed-tools'",
+                    format!("{t:?} is not a tool of this harness"),
+                ));
             }
         }
     }
@@ -107,18 +148,39 @@ fn skill_rules(h: &Harness, tool_names: &[&str], problems: &mut Vec<Problem>) {
         return problems.push(Problem::field(
             MANIFEST_FILE,
             "skills.load_tool",
-            format!("skills mode is \"tool\" but there is no tool named {:?} to load skill bodies", cfg.load_tool),
+            format!(
+                "skills mode is \"tool\" but there is no tool named {:?} to load skill bodies",
+                cfg.load_tool
+            ),
         ));
     };
-    let required: Vec<&str> = tool.input_schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let required: Vec<&str> = tool
+        .input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
     let Some(param) = required.first() else {
-        return problems.push(Problem::field(&tool.file, "inputSchema.required", "the skill-loading tool needs a required parameter for the skill name"));
+        return problems.push(Problem::field(
+            &tool.file,
+            "inputSchema.required",
+            "the skill-loading tool needs a required parameter for the skill name",
+        ));
     };
     // An enum of skill names goes stale when skills are renamed; it must list real skills.
-    let enum_values = tool.input_schema.pointer(&format!("/properties/{param}/enum")).and_then(Value::as_array);
+    let enum_values = tool
+        .input_schema
+        .pointer(&format!("/properties/{param}/enum"))
+        .and_then(Value::as_array);
     for v in enum_values.into_iter().flatten() {
         if !v.as_str().is_some_and(|s| h.skill(s).is_some()) {
-            problems.push(Problem::field(&tool.file, format!("inputSchema.properties.{param}.enum"), format!("{v} is not a skill of this harness")));
+            problems.push(Problem::field(
+                &tool.file,
+                format!("inputSchema.properties.{param}.enum"),
+                format!("{v} is not a skill of this harness"),
+            ));
         }
     }
 }
@@ -135,7 +197,9 @@ fn prompt_rules(h: &Harness, problems: &mut Vec<Problem>) {
     let mut templates: Vec<String> = h
         .files
         .keys()
-        .filter(|k| k.starts_with(&format!("{dir}/")) && (k.ends_with(".j2") || k.ends_with(".jinja")))
+        .filter(|k| {
+            k.starts_with(&format!("{dir}/")) && (k.ends_with(".j2") || k.ends_with(".jinja"))
+        })
         .cloned()
         .collect();
     for block in &h.pipeline.blocks {
@@ -156,12 +220,20 @@ fn prompt_rules(h: &Harness, problems: &mut Vec<Problem>) {
     for (i, block) in h.pipeline.blocks.iter().enumerate() {
         if let Some(when) = &block.when {
             if let Err(e) = h.renderer.check_expression(when) {
-                problems.push(Problem::field(file, format!("block[{i}].when"), format!("does not compile: {e}")));
+                problems.push(Problem::field(
+                    file,
+                    format!("block[{i}].when"),
+                    format!("does not compile: {e}"),
+                ));
             }
         }
         for (j, item) in block.items.iter().enumerate() {
             if let Err(e) = h.renderer.check_inline(item) {
-                problems.push(Problem::field(file, format!("block[{i}].items[{j}]"), format!("does not compile: {e}")));
+                problems.push(Problem::field(
+                    file,
+                    format!("block[{i}].items[{j}]"),
+                    format!("does not compile: {e}"),
+                ));
             }
         }
     }
@@ -169,7 +241,11 @@ fn prompt_rules(h: &Harness, problems: &mut Vec<Problem>) {
     // when everything compiled; otherwise it would repeat the same errors.
     if problems.len() == before {
         if let Err(e) = h.render_blocks(&LiveContext::default_context()) {
-            problems.push(Problem::field(file, "block", format!("does not render with the default context: {e:#}")));
+            problems.push(Problem::field(
+                file,
+                "block",
+                format!("does not render with the default context: {e:#}"),
+            ));
         }
     }
 }
