@@ -19,7 +19,9 @@ type B = NdArray<f32>;
 type AD = Autodiff<NdArray<f32>>;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/model").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/model")
+        .join(name)
 }
 
 /// A reference tensor: shape and values (ints converted to f64 exactly).
@@ -71,7 +73,10 @@ fn values<Bk: Backend, const D: usize>(t: Tensor<Bk, D>) -> Vec<f32> {
 
 fn max_abs_diff(a: &[f32], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len(), "length mismatch");
-    a.iter().zip(b).map(|(x, y)| (*x as f64 - y).abs()).fold(0.0, f64::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (*x as f64 - y).abs())
+        .fold(0.0, f64::max)
 }
 
 fn load(name: &str) -> (CausalLm<B>, HashMap<String, Ref>) {
@@ -136,23 +141,37 @@ fn cached_decoding_equals_full_recomputation() {
         let (m, r) = load(name);
         let dev = Default::default();
         let ids = &id_rows(&r["ids_long"])[0];
-        let full = m.forward(ids_tensor::<B>(&[ids[..110].to_vec()], &dev).unwrap()).logits;
+        let full = m
+            .forward(ids_tensor::<B>(&[ids[..110].to_vec()], &dev).unwrap())
+            .logits;
         let v = full.dims()[2];
         let mut cache = m.new_cache();
         // Prefill in two pieces (the second continues the DeltaNet chunked rule from a state),
         // then single-token steps (recurrent rule, conv state).
-        m.forward_cached(ids_tensor::<B>(&[ids[..70].to_vec()], &dev).unwrap(), &mut cache);
+        m.forward_cached(
+            ids_tensor::<B>(&[ids[..70].to_vec()], &dev).unwrap(),
+            &mut cache,
+        );
         let second = m
-            .forward_cached(ids_tensor::<B>(&[ids[70..100].to_vec()], &dev).unwrap(), &mut cache)
+            .forward_cached(
+                ids_tensor::<B>(&[ids[70..100].to_vec()], &dev).unwrap(),
+                &mut cache,
+            )
             .logits;
         let expected = values(full.clone().narrow(1, 70, 30));
-        let d = max_abs_diff(&values(second), &expected.iter().map(|&x| x as f64).collect::<Vec<_>>());
+        let d = max_abs_diff(
+            &values(second),
+            &expected.iter().map(|&x| x as f64).collect::<Vec<_>>(),
+        );
         assert!(d < 1e-4, "{name}: second prefill differs by {d}");
         for p in 100..110 {
             let step = m
                 .forward_cached(ids_tensor::<B>(&[vec![ids[p]]], &dev).unwrap(), &mut cache)
                 .logits;
-            let expected: Vec<f64> = values(full.clone().narrow(1, p, 1)).iter().map(|&x| x as f64).collect();
+            let expected: Vec<f64> = values(full.clone().narrow(1, p, 1))
+                .iter()
+                .map(|&x| x as f64)
+                .collect();
             let d = max_abs_diff(&values(step.reshape([v])), &expected);
             assert!(d < 1e-4, "{name}: decode step at {p} differs by {d}");
         }
@@ -180,11 +199,19 @@ struct Grads<'a> {
 }
 
 impl HfVisitor<AD> for Grads<'_> {
-    fn visit<const D: usize>(&mut self, name: &str, param: &Param<Tensor<AD, D>>, layout: HfLayout) {
+    fn visit<const D: usize>(
+        &mut self,
+        name: &str,
+        param: &Param<Tensor<AD, D>>,
+        layout: HfLayout,
+    ) {
         let value = param.val();
-        let g = value.grad(self.grads).unwrap_or_else(|| value.inner().zeros_like());
+        let g = value
+            .grad(self.grads)
+            .unwrap_or_else(|| value.inner().zeros_like());
         for (n, data) in to_hf(name, g, layout) {
-            self.out.insert(n, data.convert::<f32>().into_vec::<f32>().unwrap());
+            self.out
+                .insert(n, data.convert::<f32>().into_vec::<f32>().unwrap());
         }
     }
 }
@@ -204,8 +231,15 @@ fn gradients_match_pytorch() {
     let v = mtp_logits.dims()[2];
     let d = max_abs_diff(&values(mtp_logits.clone()), &r["mtp_logits_long"].values);
     assert!(d < 1e-4, "MTP logits differ by {d}");
-    let mtp_ce = shifted_cross_entropy(mtp_logits.narrow(1, 0, t - 2), ids.narrow(1, 2, t - 2), 1, t - 2, v);
-    let loss = ce.clone() + aux.mul_scalar(m.config.router_aux_loss_coef) + mtp_ce.clone().mul_scalar(0.3);
+    let mtp_ce = shifted_cross_entropy(
+        mtp_logits.narrow(1, 0, t - 2),
+        ids.narrow(1, 2, t - 2),
+        1,
+        t - 2,
+        v,
+    );
+    let loss =
+        ce.clone() + aux.mul_scalar(m.config.router_aux_loss_coef) + mtp_ce.clone().mul_scalar(0.3);
     let lv = values(loss.clone())[0] as f64;
     assert!(
         (lv - r["total_loss_long"].values[0]).abs() < 1e-5,
@@ -233,7 +267,10 @@ fn gradients_match_pytorch() {
                 })
                 .collect()
         } else {
-            g.out.get(name).unwrap_or_else(|| panic!("no parameter {name}")).clone()
+            g.out
+                .get(name)
+                .unwrap_or_else(|| panic!("no parameter {name}"))
+                .clone()
         };
         let scale = expected.values.iter().map(|x| x.abs()).fold(0.0, f64::max);
         assert!(scale > 0.0, "{name}: reference gradient is zero");
@@ -245,7 +282,10 @@ fn gradients_match_pytorch() {
 }
 
 fn logits_of(m: &CausalLm<B>, ids: &[Vec<u32>]) -> Vec<f32> {
-    values(m.forward(ids_tensor::<B>(ids, &Default::default()).unwrap()).logits)
+    values(
+        m.forward(ids_tensor::<B>(ids, &Default::default()).unwrap())
+            .logits,
+    )
 }
 
 #[test]
@@ -255,7 +295,10 @@ fn checkpoint_round_trips_in_both_layouts_and_prefixes() -> Result<()> {
         let (m, r) = load(name);
         let ids = id_rows(&r["ids_short"]);
         let before = logits_of(&m, &ids);
-        for (layout, prefix) in [(ExpertLayout::Fused, true), (ExpertLayout::PerExpert, false)] {
+        for (layout, prefix) in [
+            (ExpertLayout::Fused, true),
+            (ExpertLayout::PerExpert, false),
+        ] {
             let tmp = tempfile::tempdir()?;
             save(
                 &m,
@@ -268,7 +311,11 @@ fn checkpoint_round_trips_in_both_layouts_and_prefixes() -> Result<()> {
             let re = CausalLm::<B>::load(tmp.path(), &dev)?;
             assert_eq!(re.config, m.config);
             assert_eq!(re.mtp.is_some(), m.mtp.is_some());
-            assert_eq!(logits_of(&re, &ids), before, "{name} {layout:?} prefix={prefix}");
+            assert_eq!(
+                logits_of(&re, &ids),
+                before,
+                "{name} {layout:?} prefix={prefix}"
+            );
         }
     }
     Ok(())
@@ -276,8 +323,9 @@ fn checkpoint_round_trips_in_both_layouts_and_prefixes() -> Result<()> {
 
 #[test]
 fn nested_text_config_is_accepted() -> Result<()> {
-    let flat: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture("qwen3_5_moe").join("config.json"))?)?;
+    let flat: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
+        fixture("qwen3_5_moe").join("config.json"),
+    )?)?;
     let nested = serde_json::json!({
         "model_type": "qwen3_5_moe",
         "architectures": ["Qwen3_5MoeForConditionalGeneration"],
@@ -285,7 +333,10 @@ fn nested_text_config_is_accepted() -> Result<()> {
         "vision_config": {"depth": 27},
         "tie_word_embeddings": false,
     });
-    assert_eq!(ModelConfig::from_json(&nested)?, ModelConfig::from_json(&flat)?);
+    assert_eq!(
+        ModelConfig::from_json(&nested)?,
+        ModelConfig::from_json(&flat)?
+    );
     Ok(())
 }
 
@@ -342,8 +393,12 @@ fn load_errors_name_the_tensor_and_shapes() -> Result<()> {
     let src = fixture("qwen3_moe");
     // Missing tensor.
     let tmp = tempfile::tempdir()?;
-    let mut cfg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(src.join("config.json"))?)?;
-    std::fs::copy(src.join("model.safetensors"), tmp.path().join("model.safetensors"))?;
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(src.join("config.json"))?)?;
+    std::fs::copy(
+        src.join("model.safetensors"),
+        tmp.path().join("model.safetensors"),
+    )?;
     cfg["num_hidden_layers"] = serde_json::json!(4);
     std::fs::write(tmp.path().join("config.json"), cfg.to_string())?;
     let err = format!("{:#}", CausalLm::<B>::load(tmp.path(), &dev).unwrap_err());
@@ -354,7 +409,9 @@ fn load_errors_name_the_tensor_and_shapes() -> Result<()> {
     std::fs::write(tmp.path().join("config.json"), cfg.to_string())?;
     let err = format!("{:#}", CausalLm::<B>::load(tmp.path(), &dev).unwrap_err());
     assert!(
-        err.contains("model.embed_tokens.weight") && err.contains("[100, 32]") && err.contains("[128, 32]"),
+        err.contains("model.embed_tokens.weight")
+            && err.contains("[100, 32]")
+            && err.contains("[128, 32]"),
         "{err}"
     );
     Ok(())
@@ -364,14 +421,23 @@ fn load_errors_name_the_tensor_and_shapes() -> Result<()> {
 fn preset_parameter_counts() {
     use hat::model::presets::{param_counts, preset};
     let counts: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture("param_counts.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(fixture("param_counts.json")).unwrap())
+            .unwrap();
     for (name, key) in [
         ("qwen3-30b-a3b", "qwen3_moe_30b_a3b"),
         ("qwen3.5-35b-a3b", "qwen3_5_moe_35b_a3b"),
     ] {
         let c = param_counts(&preset(name, None).unwrap());
-        assert_eq!(c.total, counts[key]["total"].as_u64().unwrap(), "{name} total");
-        assert_eq!(c.active, counts[key]["active"].as_u64().unwrap(), "{name} active");
+        assert_eq!(
+            c.total,
+            counts[key]["total"].as_u64().unwrap(),
+            "{name} total"
+        );
+        assert_eq!(
+            c.active,
+            counts[key]["active"].as_u64().unwrap(),
+            "{name} active"
+        );
     }
     // The analytic count equals the instantiated model (incl. MTP) for the presets we train.
     let cfg = preset("tiny", None).unwrap();

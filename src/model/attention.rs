@@ -43,7 +43,12 @@ pub struct AttentionDims {
 }
 
 impl<B: Backend> Attention<B> {
-    pub fn load(src: &mut dyn WeightSource, prefix: &str, d: &AttentionDims, device: &B::Device) -> Result<Self> {
+    pub fn load(
+        src: &mut dyn WeightSource,
+        prefix: &str,
+        d: &AttentionDims,
+        device: &B::Device,
+    ) -> Result<Self> {
         let q_out = d.num_heads * d.head_dim * if d.gated { 2 } else { 1 };
         let kv_out = d.num_kv_heads * d.head_dim;
         Ok(Self {
@@ -108,7 +113,12 @@ impl<B: Backend> Attention<B> {
     }
 
     /// `x: [B, T, H]` at positions `past..past+T` (the tables must cover them).
-    pub fn forward(&self, x: Tensor<B, 3>, rope: &RopeTables<B>, cache: Option<&mut KvCache<B>>) -> Tensor<B, 3> {
+    pub fn forward(
+        &self,
+        x: Tensor<B, 3>,
+        rope: &RopeTables<B>,
+        cache: Option<&mut KvCache<B>>,
+    ) -> Tensor<B, 3> {
         let [b, t, _] = x.dims();
         let (nh, nkv, hd) = (self.num_heads, self.num_kv_heads, self.head_dim);
         let q_full = self.q_proj.forward(x.clone());
@@ -129,7 +139,11 @@ impl<B: Backend> Attention<B> {
                     .forward(self.k_proj.forward(x.clone()).reshape([b, t, nkv, hd])),
             )
             .swap_dims(1, 2);
-        let v = self.v_proj.forward(x).reshape([b, t, nkv, hd]).swap_dims(1, 2);
+        let v = self
+            .v_proj
+            .forward(x)
+            .reshape([b, t, nkv, hd])
+            .swap_dims(1, 2);
         let (k, v) = match cache {
             Some(c) => c.append(k, v),
             None => (k, v),
@@ -141,7 +155,9 @@ impl<B: Backend> Attention<B> {
         // Query heads h = kv*rep + r share kv head `kv`: fold the rep axis into time instead of
         // materialising repeated keys.
         let qg = q.reshape([b, nkv, rep * t, hd]);
-        let scores = qg.matmul(k.swap_dims(2, 3)).mul_scalar((hd as f64).powf(-0.5));
+        let scores = qg
+            .matmul(k.swap_dims(2, 3))
+            .mul_scalar((hd as f64).powf(-0.5));
         let scores = scores.reshape([b, nh, t, tk]) + self.mask(t, tk, past, &device);
         let probs = softmax(scores, 3).reshape([b, nkv, rep * t, tk]);
         let o = probs
@@ -162,7 +178,8 @@ impl<B: Backend> Attention<B> {
         for i in 0..t {
             let qpos = past + i;
             for j in 0..tk {
-                let visible = j <= qpos && (self.sliding_window == 0 || qpos - j < self.sliding_window);
+                let visible =
+                    j <= qpos && (self.sliding_window == 0 || qpos - j < self.sliding_window);
                 if !visible {
                     m[i * tk + j] = f32::NEG_INFINITY;
                 }

@@ -34,15 +34,18 @@ impl Checkpoint {
     pub fn open(dir: &Path) -> Result<Self> {
         let index_path = dir.join("model.safetensors.index.json");
         let paths: Vec<PathBuf> = if index_path.exists() {
-            let text =
-                std::fs::read_to_string(&index_path).with_context(|| format!("reading {}", index_path.display()))?;
-            let v: serde_json::Value =
-                serde_json::from_str(&text).with_context(|| format!("parsing {}", index_path.display()))?;
+            let text = std::fs::read_to_string(&index_path)
+                .with_context(|| format!("reading {}", index_path.display()))?;
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("parsing {}", index_path.display()))?;
             let map = v
                 .get("weight_map")
                 .and_then(|m| m.as_object())
                 .ok_or_else(|| anyhow!("{}: no `weight_map` object", index_path.display()))?;
-            let mut names: Vec<String> = map.values().filter_map(|f| f.as_str().map(str::to_string)).collect();
+            let mut names: Vec<String> = map
+                .values()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect();
             names.sort();
             names.dedup();
             names.into_iter().map(|n| dir.join(n)).collect()
@@ -61,7 +64,8 @@ impl Checkpoint {
         let mut files = Vec::new();
         let mut index = HashMap::new();
         for path in paths {
-            let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
             let (header_len, meta) = SafeTensors::read_metadata(&bytes)
                 .map_err(|e| anyhow!("{}: invalid safetensors: {e:?}", path.display()))?;
             for name in meta.tensors().keys() {
@@ -109,7 +113,12 @@ impl Checkpoint {
         let data = f
             .bytes
             .get(8 + f.header_len + start..8 + f.header_len + end)
-            .ok_or_else(|| anyhow!("tensor {stored}: data offsets out of range in {}", f.path.display()))?;
+            .ok_or_else(|| {
+                anyhow!(
+                    "tensor {stored}: data offsets out of range in {}",
+                    f.path.display()
+                )
+            })?;
         let n: usize = info.shape.iter().product();
         let values: Vec<f32> = match info.dtype {
             Dtype::F32 => data
@@ -152,7 +161,12 @@ impl Checkpoint {
     }
 
     /// Stacks per-expert tensors into the fused `[E, ...]` layout.
-    fn per_expert(&self, prefix: &str, parts: &[&str], shape: &[usize]) -> Result<Option<Vec<f32>>> {
+    fn per_expert(
+        &self,
+        prefix: &str,
+        parts: &[&str],
+        shape: &[usize],
+    ) -> Result<Option<Vec<f32>>> {
         let first = format!("{prefix}.0.{}.weight", parts[0]);
         if self.resolve(&first).is_none() {
             return Ok(None);
@@ -181,7 +195,10 @@ impl WeightSource for Checkpoint {
         }
         let fused = if let Some(p) = name.strip_suffix(".gate_up_proj") {
             self.per_expert(p, &["gate_proj", "up_proj"], shape)?
-        } else if let Some(p) = name.strip_suffix(".down_proj").filter(|p| p.ends_with(".experts")) {
+        } else if let Some(p) = name
+            .strip_suffix(".down_proj")
+            .filter(|p| p.ends_with(".experts"))
+        {
             self.per_expert(p, &["down_proj"], shape)?
         } else {
             None
@@ -224,7 +241,8 @@ fn f16_to_f32(h: u16) -> f32 {
 pub fn load<B: Backend>(dir: &Path, device: &B::Device) -> Result<CausalLm<B>> {
     let cfg = ModelConfig::from_dir(dir)?;
     let mut ck = Checkpoint::open(dir)?;
-    CausalLm::from_source(&cfg, &mut ck, device).with_context(|| format!("loading checkpoint {}", dir.display()))
+    CausalLm::from_source(&cfg, &mut ck, device)
+        .with_context(|| format!("loading checkpoint {}", dir.display()))
 }
 
 /// How routed experts are written.
@@ -276,9 +294,12 @@ pub fn hf_tensors<B: Backend>(model: &CausalLm<B>) -> Vec<(String, Vec<usize>, V
 }
 
 /// Fuses `….experts.{e}.{gate,up,down}_proj.weight` into `gate_up_proj` / `down_proj`.
-fn fuse_experts(tensors: Vec<(String, Vec<usize>, Vec<f32>)>) -> Result<Vec<(String, Vec<usize>, Vec<f32>)>> {
+fn fuse_experts(
+    tensors: Vec<(String, Vec<usize>, Vec<f32>)>,
+) -> Result<Vec<(String, Vec<usize>, Vec<f32>)>> {
     // prefix → expert → part → (shape, values)
-    let mut groups: BTreeMap<String, BTreeMap<usize, HashMap<String, (Vec<usize>, Vec<f32>)>>> = BTreeMap::new();
+    let mut groups: BTreeMap<String, BTreeMap<usize, HashMap<String, (Vec<usize>, Vec<f32>)>>> =
+        BTreeMap::new();
     let mut out = Vec::new();
     for (name, shape, values) in tensors {
         let parsed = name.split_once(".experts.").and_then(|(p, rest)| {
@@ -351,7 +372,8 @@ pub fn save<B: Backend>(model: &CausalLm<B>, dir: &Path, opts: SaveOptions) -> R
         .map(|(n, s, b)| {
             Ok((
                 n.clone(),
-                TensorView::new(Dtype::F32, s.clone(), b).map_err(|e| anyhow!("tensor {n}: {e:?}"))?,
+                TensorView::new(Dtype::F32, s.clone(), b)
+                    .map_err(|e| anyhow!("tensor {n}: {e:?}"))?,
             ))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -361,7 +383,10 @@ pub fn save<B: Backend>(model: &CausalLm<B>, dir: &Path, opts: SaveOptions) -> R
     safetensors::serialize_to_file(views, &Some(meta), &path)
         .map_err(|e| anyhow!("writing {}: {e:?}", path.display()))?;
     let cfg_path = dir.join("config.json");
-    std::fs::write(&cfg_path, serde_json::to_string_pretty(&model.config.to_hf_json())?)
-        .with_context(|| format!("writing {}", cfg_path.display()))?;
+    std::fs::write(
+        &cfg_path,
+        serde_json::to_string_pretty(&model.config.to_hf_json())?,
+    )
+    .with_context(|| format!("writing {}", cfg_path.display()))?;
     Ok(())
 }

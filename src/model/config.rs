@@ -98,14 +98,18 @@ impl ModelConfig {
     /// Reads `dir/config.json`.
     pub fn from_dir(dir: &Path) -> Result<Self> {
         let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-        let v: Value = serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let v: Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
         Self::from_json(&v).with_context(|| format!("in {}", path.display()))
     }
 
     /// Parses a HF config (flat, or with the text model under `text_config`).
     pub fn from_json(v: &Value) -> Result<Self> {
-        let top = v.as_object().ok_or_else(|| anyhow!("config must be a JSON object"))?;
+        let top = v
+            .as_object()
+            .ok_or_else(|| anyhow!("config must be a JSON object"))?;
         let model_type = get(top, "model_type").and_then(Value::as_str).unwrap_or("");
         let (arch, o) = match model_type {
             "qwen3_moe" => (Arch::Qwen3Moe, top),
@@ -154,7 +158,9 @@ impl ModelConfig {
         }
         let rope_theta = match rope_get("rope_theta") {
             None => 10000.0,
-            Some(x) => x.as_f64().ok_or_else(|| anyhow!("rope_theta must be a number"))?,
+            Some(x) => x
+                .as_f64()
+                .ok_or_else(|| anyhow!("rope_theta must be a number"))?,
         };
         let partial_rotary_factor = match rope_get("partial_rotary_factor") {
             None => {
@@ -177,7 +183,10 @@ impl ModelConfig {
                     128
                 }
             }
-            Some(x) => x.as_u64().ok_or_else(|| anyhow!("num_experts must be an integer"))? as usize,
+            Some(x) => x
+                .as_u64()
+                .ok_or_else(|| anyhow!("num_experts must be an integer"))?
+                as usize,
         };
         let layer_types = if q35 {
             match get(o, "layer_types") {
@@ -240,7 +249,11 @@ impl ModelConfig {
             num_key_value_heads: usize_or(o, "num_key_value_heads", if q35 { 2 } else { 4 })?,
             head_dim,
             intermediate_size: usize_or(o, "intermediate_size", 6144)?,
-            moe_intermediate_size: usize_or(o, "moe_intermediate_size", if q35 { 512 } else { 768 })?,
+            moe_intermediate_size: usize_or(
+                o,
+                "moe_intermediate_size",
+                if q35 { 512 } else { 768 },
+            )?,
             shared_expert_intermediate_size: if q35 {
                 usize_or(o, "shared_expert_intermediate_size", 512)?
             } else {
@@ -254,7 +267,11 @@ impl ModelConfig {
             } else {
                 bool_or(o, "norm_topk_prob", false)?
             },
-            decoder_sparse_step: if q35 { 1 } else { usize_or(o, "decoder_sparse_step", 1)? },
+            decoder_sparse_step: if q35 {
+                1
+            } else {
+                usize_or(o, "decoder_sparse_step", 1)?
+            },
             mlp_only_layers: if q35 { vec![] } else { mlp_only_layers },
             rms_norm_eps: f64_or(o, "rms_norm_eps", 1e-6)?,
             rope_theta,
@@ -276,8 +293,12 @@ impl ModelConfig {
             } else {
                 0
             },
-            bos_token_id: get(o, "bos_token_id").or_else(|| get(top, "bos_token_id")).cloned(),
-            eos_token_id: get(o, "eos_token_id").or_else(|| get(top, "eos_token_id")).cloned(),
+            bos_token_id: get(o, "bos_token_id")
+                .or_else(|| get(top, "bos_token_id"))
+                .cloned(),
+            eos_token_id: get(o, "eos_token_id")
+                .or_else(|| get(top, "eos_token_id"))
+                .cloned(),
         };
         cfg.validate()?;
         Ok(cfg)
@@ -320,7 +341,8 @@ impl ModelConfig {
             );
         }
         if c.layer_types.contains(&LayerType::LinearAttention) {
-            if c.linear_num_key_heads == 0 || c.linear_num_value_heads % c.linear_num_key_heads != 0 {
+            if c.linear_num_key_heads == 0 || c.linear_num_value_heads % c.linear_num_key_heads != 0
+            {
                 bail!(
                     "linear_num_value_heads ({}) must be a multiple of linear_num_key_heads ({})",
                     c.linear_num_value_heads,
@@ -350,7 +372,9 @@ impl ModelConfig {
         match self.arch {
             Arch::Qwen3_5Moe => true,
             Arch::Qwen3Moe => {
-                !self.mlp_only_layers.contains(&i) && self.num_experts > 0 && (i + 1) % self.decoder_sparse_step == 0
+                !self.mlp_only_layers.contains(&i)
+                    && self.num_experts > 0
+                    && (i + 1) % self.decoder_sparse_step == 0
             }
         }
     }
@@ -388,7 +412,10 @@ impl ModelConfig {
                 m.insert("norm_topk_prob".into(), json!(c.norm_topk_prob));
                 m.insert("decoder_sparse_step".into(), json!(c.decoder_sparse_step));
                 m.insert("mlp_only_layers".into(), json!(c.mlp_only_layers));
-                m.insert("use_sliding_window".into(), json!(c.sliding_window.is_some()));
+                m.insert(
+                    "use_sliding_window".into(),
+                    json!(c.sliding_window.is_some()),
+                );
                 m.insert("sliding_window".into(), json!(c.sliding_window));
                 m.insert(
                     "rope_parameters".into(),

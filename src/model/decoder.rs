@@ -40,12 +40,15 @@ impl<B: Backend> DecoderLayer<B> {
             Mixer::DeltaNet(d) => d.forward(h, cache.map(|c| &mut c.deltanet)),
         };
         let x = x + h;
-        let (f, router_logits) = self.mlp.forward(self.post_attention_layernorm.forward(x.clone()));
+        let (f, router_logits) = self
+            .mlp
+            .forward(self.post_attention_layernorm.forward(x.clone()));
         (x + f, router_logits)
     }
 
     pub fn visit<V: HfVisitor<B>>(&self, prefix: &str, v: &mut V) {
-        self.input_layernorm.visit(&format!("{prefix}.input_layernorm"), v);
+        self.input_layernorm
+            .visit(&format!("{prefix}.input_layernorm"), v);
         match &self.mixer {
             Mixer::Attention(a) => a.visit(&format!("{prefix}.self_attn"), v),
             Mixer::DeltaNet(d) => d.visit(&format!("{prefix}.linear_attn"), v),

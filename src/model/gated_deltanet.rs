@@ -57,16 +57,53 @@ fn l2norm<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
 }
 
 impl<B: Backend> GatedDeltaNet<B> {
-    pub fn load(src: &mut dyn WeightSource, prefix: &str, d: &DeltaNetDims, device: &B::Device) -> Result<Self> {
+    pub fn load(
+        src: &mut dyn WeightSource,
+        prefix: &str,
+        d: &DeltaNetDims,
+        device: &B::Device,
+    ) -> Result<Self> {
         let key_dim = d.num_k_heads * d.head_k_dim;
         let value_dim = d.num_v_heads * d.head_v_dim;
         let conv_dim = 2 * key_dim + value_dim;
         let p = |n: &str| format!("{prefix}.{n}");
         Ok(Self {
-            in_proj_qkv: linear(src, &p("in_proj_qkv"), d.hidden, conv_dim, false, d.init_std, device)?,
-            in_proj_z: linear(src, &p("in_proj_z"), d.hidden, value_dim, false, d.init_std, device)?,
-            in_proj_b: linear(src, &p("in_proj_b"), d.hidden, d.num_v_heads, false, d.init_std, device)?,
-            in_proj_a: linear(src, &p("in_proj_a"), d.hidden, d.num_v_heads, false, d.init_std, device)?,
+            in_proj_qkv: linear(
+                src,
+                &p("in_proj_qkv"),
+                d.hidden,
+                conv_dim,
+                false,
+                d.init_std,
+                device,
+            )?,
+            in_proj_z: linear(
+                src,
+                &p("in_proj_z"),
+                d.hidden,
+                value_dim,
+                false,
+                d.init_std,
+                device,
+            )?,
+            in_proj_b: linear(
+                src,
+                &p("in_proj_b"),
+                d.hidden,
+                d.num_v_heads,
+                false,
+                d.init_std,
+                device,
+            )?,
+            in_proj_a: linear(
+                src,
+                &p("in_proj_a"),
+                d.hidden,
+                d.num_v_heads,
+                false,
+                d.init_std,
+                device,
+            )?,
             conv1d: param(
                 src,
                 &p("conv1d.weight"),
@@ -75,9 +112,23 @@ impl<B: Backend> GatedDeltaNet<B> {
                 device,
             )?,
             dt_bias: param(src, &p("dt_bias"), [d.num_v_heads], Init::Ones, device)?,
-            a_log: param(src, &p("A_log"), [d.num_v_heads], Init::LogUniform(0.01, 16.0), device)?,
+            a_log: param(
+                src,
+                &p("A_log"),
+                [d.num_v_heads],
+                Init::LogUniform(0.01, 16.0),
+                device,
+            )?,
             norm: GatedRmsNorm::load(src, &p("norm"), d.head_v_dim, d.eps, device)?,
-            out_proj: linear(src, &p("out_proj"), value_dim, d.hidden, false, d.init_std, device)?,
+            out_proj: linear(
+                src,
+                &p("out_proj"),
+                value_dim,
+                d.hidden,
+                false,
+                d.init_std,
+                device,
+            )?,
             num_k_heads: d.num_k_heads,
             num_v_heads: d.num_v_heads,
             head_k_dim: d.head_k_dim,
@@ -102,7 +153,12 @@ impl<B: Backend> GatedDeltaNet<B> {
     pub fn forward(&self, x: Tensor<B, 3>, state: Option<&mut DeltaNetState<B>>) -> Tensor<B, 3> {
         let [b, t, _] = x.dims();
         let device = x.device();
-        let (hk, hv, dk, dv) = (self.num_k_heads, self.num_v_heads, self.head_k_dim, self.head_v_dim);
+        let (hk, hv, dk, dv) = (
+            self.num_k_heads,
+            self.num_v_heads,
+            self.head_k_dim,
+            self.head_v_dim,
+        );
         let key_dim = hk * dk;
         let [conv_dim, _, kernel] = self.conv1d.dims();
 
@@ -110,7 +166,8 @@ impl<B: Backend> GatedDeltaNet<B> {
         let z = self.in_proj_z.forward(x.clone()).reshape([b, t, hv, dv]);
         let beta = sigmoid(self.in_proj_b.forward(x.clone())); // [B, T, Hv]
         let a = self.in_proj_a.forward(x);
-        let g = self.a_log.val().exp().neg().unsqueeze::<3>() * softplus(a + self.dt_bias.val().unsqueeze::<3>());
+        let g = self.a_log.val().exp().neg().unsqueeze::<3>()
+            * softplus(a + self.dt_bias.val().unsqueeze::<3>());
 
         // Causal depthwise conv: y[t] = sum_j w[:, j] * x[t - (K-1) + j], zero (or cached) history.
         let mut state = state;
@@ -130,9 +187,11 @@ impl<B: Backend> GatedDeltaNet<B> {
             }
         }
         let w = self.conv1d.val().reshape([conv_dim, kernel]);
-        let mut y = xcat.clone().narrow(1, 0, t) * w.clone().narrow(1, 0, 1).reshape([1, 1, conv_dim]);
+        let mut y =
+            xcat.clone().narrow(1, 0, t) * w.clone().narrow(1, 0, 1).reshape([1, 1, conv_dim]);
         for j in 1..kernel {
-            y = y + xcat.clone().narrow(1, j, t) * w.clone().narrow(1, j, 1).reshape([1, 1, conv_dim]);
+            y = y + xcat.clone().narrow(1, j, t)
+                * w.clone().narrow(1, j, 1).reshape([1, 1, conv_dim]);
         }
         let y = silu(y);
 
@@ -144,7 +203,8 @@ impl<B: Backend> GatedDeltaNet<B> {
                 .reshape([b, t, hv, dk])
                 .swap_dims(1, 2)
         };
-        let q = l2norm(expand_heads(y.clone().narrow(2, 0, key_dim))).mul_scalar((dk as f64).powf(-0.5));
+        let q = l2norm(expand_heads(y.clone().narrow(2, 0, key_dim)))
+            .mul_scalar((dk as f64).powf(-0.5));
         let k = l2norm(expand_heads(y.clone().narrow(2, key_dim, key_dim)));
         let v = y
             .narrow(2, 2 * key_dim, hv * dv)
@@ -233,8 +293,13 @@ pub fn chunked_rule<B: Backend>(
     let cum = g.reshape([b, h, n, c]).cumsum(3);
 
     // decay[i, j] = exp(cum_i - cum_j) for j <= i, else 0 (masked before exp to avoid overflow).
-    let upper = constant_mask(c, &device, |i, j| if j > i { f32::NEG_INFINITY } else { 0.0 });
-    let decay = (cum.clone().unsqueeze_dim::<5>(4) - cum.clone().unsqueeze_dim::<5>(3) + upper).exp();
+    let upper = constant_mask(
+        c,
+        &device,
+        |i, j| if j > i { f32::NEG_INFINITY } else { 0.0 },
+    );
+    let decay =
+        (cum.clone().unsqueeze_dim::<5>(4) - cum.clone().unsqueeze_dim::<5>(3) + upper).exp();
     let kt = k.clone().swap_dims(3, 4);
     let a = (kb.clone().matmul(kt.clone()) * decay.clone()).tril(-1);
     let intra = q.clone().matmul(kt) * decay;
@@ -242,7 +307,9 @@ pub fn chunked_rule<B: Backend>(
     // (I + A)^-1 for unit lower-triangular I + A by recursive block doubling: with Inv the
     // inverse of the s-block-diagonal part, Inv' = Inv - Inv N Inv where N holds the blocks that
     // join neighbouring s-blocks into 2s-blocks. Stable like a triangular solve; log2(C) steps.
-    let mut inv = Tensor::<B, 2>::eye(c, &device).unsqueeze::<5>().expand([b, h, n, c, c]);
+    let mut inv = Tensor::<B, 2>::eye(c, &device)
+        .unsqueeze::<5>()
+        .expand([b, h, n, c, c]);
     let mut s = 1;
     while s < c {
         let join = constant_mask(c, &device, |i, j| {
@@ -266,7 +333,9 @@ pub fn chunked_rule<B: Backend>(
 
     let mut state = s0.unwrap_or_else(|| Tensor::zeros([b, h, dk, dv], &device));
     let mut outs = Vec::with_capacity(n);
-    let at = |x: &Tensor<B, 5>, i: usize| -> Tensor<B, 4> { x.clone().narrow(2, i, 1).squeeze_dim::<4>(2) };
+    let at = |x: &Tensor<B, 5>, i: usize| -> Tensor<B, 4> {
+        x.clone().narrow(2, i, 1).squeeze_dim::<4>(2)
+    };
     for i in 0..n {
         let v_new = at(&u, i) - at(&w, i).matmul(state.clone());
         outs.push(at(&qd, i).matmul(state.clone()) + at(&intra, i).matmul(v_new.clone()));
@@ -278,7 +347,11 @@ pub fn chunked_rule<B: Backend>(
 }
 
 /// A constant `[1, 1, 1, C, C]` tensor with entries `f(i, j)`.
-fn constant_mask<B: Backend>(c: usize, device: &B::Device, f: impl Fn(usize, usize) -> f32) -> Tensor<B, 5> {
+fn constant_mask<B: Backend>(
+    c: usize,
+    device: &B::Device,
+    f: impl Fn(usize, usize) -> f32,
+) -> Tensor<B, 5> {
     let data: Vec<f32> = (0..c * c).map(|x| f(x / c, x % c)).collect();
     Tensor::from_data(TensorData::new(data, [1, 1, 1, c, c]), device)
 }

@@ -68,7 +68,11 @@ pub struct LmOutput<B: Backend> {
 
 impl<B: Backend> CausalLm<B> {
     /// Builds the model, taking every tensor from `src`.
-    pub fn from_source(cfg: &ModelConfig, src: &mut dyn WeightSource, device: &B::Device) -> Result<Self> {
+    pub fn from_source(
+        cfg: &ModelConfig,
+        src: &mut dyn WeightSource,
+        device: &B::Device,
+    ) -> Result<Self> {
         cfg.validate()?;
         let (v, h) = (cfg.vocab_size, cfg.hidden_size);
         let zero_centered = cfg.arch == Arch::Qwen3_5Moe;
@@ -85,7 +89,14 @@ impl<B: Backend> CausalLm<B> {
                 Arch::Qwen3_5Moe => qwen3_5_moe::decoder_layer(cfg, src, i, device),
             })
             .collect::<Result<Vec<_>>>()?;
-        let norm = RmsNorm::load(src, "model.norm", h, cfg.rms_norm_eps, zero_centered, device)?;
+        let norm = RmsNorm::load(
+            src,
+            "model.norm",
+            h,
+            cfg.rms_norm_eps,
+            zero_centered,
+            device,
+        )?;
         let lm_head = if cfg.tie_word_embeddings {
             None
         } else {
@@ -100,7 +111,10 @@ impl<B: Backend> CausalLm<B> {
             )?)
         };
         // Checkpoints saved by transformers drop `mtp.*`; the head is optional.
-        let mtp = if cfg.arch == Arch::Qwen3_5Moe && cfg.mtp_num_hidden_layers > 0 && src.contains("mtp.fc.weight") {
+        let mtp = if cfg.arch == Arch::Qwen3_5Moe
+            && cfg.mtp_num_hidden_layers > 0
+            && src.contains("mtp.fc.weight")
+        {
             Some(qwen3_5_moe::mtp(cfg, src, device)?)
         } else {
             None
@@ -140,7 +154,13 @@ impl<B: Backend> CausalLm<B> {
     }
 
     fn rope(&self, start: usize, len: usize, device: &B::Device) -> RopeTables<B> {
-        RopeTables::new(self.config.rope_theta, self.config.rotary_dim(), start, len, device)
+        RopeTables::new(
+            self.config.rope_theta,
+            self.config.rotary_dim(),
+            start,
+            len,
+            device,
+        )
     }
 
     fn run(&self, ids: Tensor<B, 2, Int>, mut cache: Option<&mut Cache<B>>) -> LmOutput<B> {
@@ -174,7 +194,10 @@ impl<B: Backend> CausalLm<B> {
                 let [b, t, h] = hidden.dims();
                 let w = self.embed_tokens.weight.val(); // [V, H]
                 let v = w.dims()[0];
-                hidden.reshape([b * t, h]).matmul(w.transpose()).reshape([b, t, v])
+                hidden
+                    .reshape([b * t, h])
+                    .matmul(w.transpose())
+                    .reshape([b, t, v])
             }
         }
     }
@@ -201,7 +224,12 @@ impl<B: Backend> CausalLm<B> {
         }
         let next = self.embed_tokens.forward(ids.narrow(1, 1, t - 1));
         let rope = self.rope(0, t - 1, &hidden.device());
-        let (u, _) = mtp.forward(next, hidden.narrow(1, 0, t - 1).reshape([b, t - 1, h]), &rope, 0);
+        let (u, _) = mtp.forward(
+            next,
+            hidden.narrow(1, 0, t - 1).reshape([b, t - 1, h]),
+            &rope,
+            0,
+        );
         Ok(self.lm_logits(u))
     }
 
@@ -242,7 +270,11 @@ impl<B: Backend> CausalLm<B> {
 
     /// Visits every parameter under its Hugging Face name.
     pub fn visit_hf<V: HfVisitor<B>>(&self, v: &mut V) {
-        v.visit("model.embed_tokens.weight", &self.embed_tokens.weight, HfLayout::AsIs);
+        v.visit(
+            "model.embed_tokens.weight",
+            &self.embed_tokens.weight,
+            HfLayout::AsIs,
+        );
         for (i, l) in self.layers.iter().enumerate() {
             l.visit(&format!("model.layers.{i}"), v);
         }
@@ -263,14 +295,23 @@ pub fn ids_tensor<B: Backend>(rows: &[Vec<u32>], device: &B::Device) -> Result<T
         bail!("token id rows must be non-empty and of equal length");
     }
     let data: Vec<i64> = rows.iter().flatten().map(|&x| x as i64).collect();
-    Ok(Tensor::from_data(TensorData::new(data, [rows.len(), t]), device))
+    Ok(Tensor::from_data(
+        TensorData::new(data, [rows.len(), t]),
+        device,
+    ))
 }
 
 /// Mean next-token cross-entropy (transformers' `ForCausalLMLoss` without ignored labels):
 /// position t predicts `ids[t+1]`. Returns `[1]`.
 pub fn causal_lm_loss<B: Backend>(logits: Tensor<B, 3>, ids: Tensor<B, 2, Int>) -> Tensor<B, 1> {
     let [b, t, v] = logits.dims();
-    shifted_cross_entropy(logits.narrow(1, 0, t - 1), ids.narrow(1, 1, t - 1), b, t - 1, v)
+    shifted_cross_entropy(
+        logits.narrow(1, 0, t - 1),
+        ids.narrow(1, 1, t - 1),
+        b,
+        t - 1,
+        v,
+    )
 }
 
 /// Mean cross-entropy of `logits: [B, N, V]` against `targets: [B, N]`.

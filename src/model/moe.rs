@@ -27,9 +27,33 @@ impl<B: Backend> SwiGlu<B> {
         device: &B::Device,
     ) -> Result<Self> {
         Ok(Self {
-            gate_proj: linear(src, &format!("{prefix}.gate_proj"), hidden, inter, false, std, device)?,
-            up_proj: linear(src, &format!("{prefix}.up_proj"), hidden, inter, false, std, device)?,
-            down_proj: linear(src, &format!("{prefix}.down_proj"), inter, hidden, false, std, device)?,
+            gate_proj: linear(
+                src,
+                &format!("{prefix}.gate_proj"),
+                hidden,
+                inter,
+                false,
+                std,
+                device,
+            )?,
+            up_proj: linear(
+                src,
+                &format!("{prefix}.up_proj"),
+                hidden,
+                inter,
+                false,
+                std,
+                device,
+            )?,
+            down_proj: linear(
+                src,
+                &format!("{prefix}.down_proj"),
+                inter,
+                hidden,
+                false,
+                std,
+                device,
+            )?,
         })
     }
 
@@ -87,7 +111,12 @@ impl<B: Backend> SparseMoe<B> {
     /// Loads `{prefix}.gate`, fused `{prefix}.experts.gate_up_proj` `[E, 2I, H]` /
     /// `{prefix}.experts.down_proj` `[E, H, I]` (the checkpoint source assembles them from
     /// per-expert keys when needed), and the shared expert when `shared_inter > 0`.
-    pub fn load(src: &mut dyn WeightSource, prefix: &str, d: &MoeDims, device: &B::Device) -> Result<Self> {
+    pub fn load(
+        src: &mut dyn WeightSource,
+        prefix: &str,
+        d: &MoeDims,
+        device: &B::Device,
+    ) -> Result<Self> {
         let (e, h, i) = (d.num_experts, d.hidden, d.inter);
         let gate_up: Tensor<B, 3> = tensor(
             src,
@@ -105,7 +134,13 @@ impl<B: Backend> SparseMoe<B> {
         )?;
         let experts = (0..e)
             .map(|x| Expert {
-                gate_up: Param::from_tensor(gate_up.clone().narrow(0, x, 1).reshape([2 * i, h]).transpose()),
+                gate_up: Param::from_tensor(
+                    gate_up
+                        .clone()
+                        .narrow(0, x, 1)
+                        .reshape([2 * i, h])
+                        .transpose(),
+                ),
                 down: Param::from_tensor(down.clone().narrow(0, x, 1).reshape([h, i]).transpose()),
             })
             .collect();
@@ -133,7 +168,15 @@ impl<B: Backend> SparseMoe<B> {
             (None, None)
         };
         Ok(Self {
-            gate: linear(src, &format!("{prefix}.gate"), h, e, false, d.init_std, device)?,
+            gate: linear(
+                src,
+                &format!("{prefix}.gate"),
+                h,
+                e,
+                false,
+                d.init_std,
+                device,
+            )?,
             experts,
             shared_expert,
             shared_expert_gate,
@@ -160,7 +203,10 @@ impl<B: Backend> SparseMoe<B> {
             .collect();
         let mut w = probs
             .reshape([n * e])
-            .select(0, Tensor::from_data(TensorData::new(flat, [n * k]), &device))
+            .select(
+                0,
+                Tensor::from_data(TensorData::new(flat, [n * k]), &device),
+            )
             .reshape([n, k]);
         if self.norm_topk_prob {
             w = w.clone() / w.sum_dim(1);
@@ -180,8 +226,10 @@ impl<B: Backend> SparseMoe<B> {
             }
             let m = rows[ex].len();
             let r = Tensor::<B, 1, Int>::from_data(TensorData::new(rows[ex].clone(), [m]), &device);
-            let s = Tensor::<B, 1, Int>::from_data(TensorData::new(slots[ex].clone(), [m]), &device);
-            let y = expert.forward(x.clone().select(0, r.clone())) * w.clone().select(0, s).unsqueeze_dim(1);
+            let s =
+                Tensor::<B, 1, Int>::from_data(TensorData::new(slots[ex].clone(), [m]), &device);
+            let y = expert.forward(x.clone().select(0, r.clone()))
+                * w.clone().select(0, s).unsqueeze_dim(1);
             out = out.select_assign(0, r, y, IndexingUpdateOp::Add);
         }
         if let (Some(se), Some(sg)) = (&self.shared_expert, &self.shared_expert_gate) {
@@ -277,5 +325,9 @@ pub fn load_balancing_loss<B: Backend>(
     let r = rows as f32;
     let f: Vec<f32> = counts.iter().map(|c| c / r).collect();
     let f = Tensor::<B, 1>::from_data(TensorData::new(f, [num_experts]), &device);
-    Some((f * prob_sum.div_scalar(r)).sum().mul_scalar(num_experts as f64))
+    Some(
+        (f * prob_sum.div_scalar(r))
+            .sum()
+            .mul_scalar(num_experts as f64),
+    )
 }

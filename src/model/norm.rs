@@ -30,7 +30,11 @@ impl<B: Backend> RmsNorm<B> {
         zero_centered: bool,
         device: &B::Device,
     ) -> Result<Self> {
-        let init = if zero_centered { Init::Zeros } else { Init::Ones };
+        let init = if zero_centered {
+            Init::Zeros
+        } else {
+            Init::Ones
+        };
         Ok(Self {
             weight: param(src, &format!("{name}.weight"), [dim], init, device)?,
             eps,
@@ -56,7 +60,13 @@ pub struct GatedRmsNorm<B: Backend> {
 }
 
 impl<B: Backend> GatedRmsNorm<B> {
-    pub fn load(src: &mut dyn WeightSource, name: &str, dim: usize, eps: f64, device: &B::Device) -> Result<Self> {
+    pub fn load(
+        src: &mut dyn WeightSource,
+        name: &str,
+        dim: usize,
+        eps: f64,
+        device: &B::Device,
+    ) -> Result<Self> {
         Ok(Self {
             weight: param(src, &format!("{name}.weight"), [dim], Init::Ones, device)?,
             eps,

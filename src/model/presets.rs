@@ -77,7 +77,11 @@ fn attention_params(c: &ModelConfig, gated: bool) -> u64 {
         (c.num_key_value_heads * c.head_dim) as u64,
     );
     let q_out = if gated { 2 * q } else { q };
-    let bias = if c.attention_bias { q_out + 2 * kv + h } else { 0 };
+    let bias = if c.attention_bias {
+        q_out + 2 * kv + h
+    } else {
+        0
+    };
     h * q_out + 2 * h * kv + q * h + bias + 2 * c.head_dim as u64
 }
 
@@ -98,7 +102,11 @@ fn deltanet_params(c: &ModelConfig) -> u64 {
 
 /// (total, inactive) of one MoE block.
 fn moe_params(c: &ModelConfig) -> (u64, u64) {
-    let (h, e, k) = (c.hidden_size as u64, c.num_experts as u64, c.num_experts_per_tok as u64);
+    let (h, e, k) = (
+        c.hidden_size as u64,
+        c.num_experts as u64,
+        c.num_experts_per_tok as u64,
+    );
     let expert = 3 * h * c.moe_intermediate_size as u64;
     let shared = if c.shared_expert_intermediate_size > 0 {
         3 * h * c.shared_expert_intermediate_size as u64 + h

@@ -48,7 +48,12 @@ fn layer<B: Backend>(
                 eps,
                 init_std: std,
             };
-            Mixer::DeltaNet(GatedDeltaNet::load(src, &format!("{p}.linear_attn"), &d, device)?)
+            Mixer::DeltaNet(GatedDeltaNet::load(
+                src,
+                &format!("{p}.linear_attn"),
+                &d,
+                device,
+            )?)
         }
     };
     let moe = MoeDims {
@@ -63,7 +68,14 @@ fn layer<B: Backend>(
     Ok(DecoderLayer {
         input_layernorm: RmsNorm::load(src, &format!("{p}.input_layernorm"), h, eps, true, device)?,
         mixer,
-        post_attention_layernorm: RmsNorm::load(src, &format!("{p}.post_attention_layernorm"), h, eps, true, device)?,
+        post_attention_layernorm: RmsNorm::load(
+            src,
+            &format!("{p}.post_attention_layernorm"),
+            h,
+            eps,
+            true,
+            device,
+        )?,
         mlp: Ffn::Sparse(SparseMoe::load(src, &format!("{p}.mlp"), &moe, device)?),
     })
 }
@@ -74,18 +86,51 @@ pub fn decoder_layer<B: Backend>(
     i: usize,
     device: &B::Device,
 ) -> Result<DecoderLayer<B>> {
-    layer(cfg, src, &format!("model.layers.{i}"), cfg.layer_types[i], device)
+    layer(
+        cfg,
+        src,
+        &format!("model.layers.{i}"),
+        cfg.layer_types[i],
+        device,
+    )
 }
 
 /// The MTP head (`mtp.*`), whose layers are full-attention + MoE layers.
-pub fn mtp<B: Backend>(cfg: &ModelConfig, src: &mut dyn WeightSource, device: &B::Device) -> Result<Mtp<B>> {
+pub fn mtp<B: Backend>(
+    cfg: &ModelConfig,
+    src: &mut dyn WeightSource,
+    device: &B::Device,
+) -> Result<Mtp<B>> {
     let (h, eps) = (cfg.hidden_size, cfg.rms_norm_eps);
     Ok(Mtp {
-        pre_fc_norm_embedding: RmsNorm::load(src, "mtp.pre_fc_norm_embedding", h, eps, true, device)?,
+        pre_fc_norm_embedding: RmsNorm::load(
+            src,
+            "mtp.pre_fc_norm_embedding",
+            h,
+            eps,
+            true,
+            device,
+        )?,
         pre_fc_norm_hidden: RmsNorm::load(src, "mtp.pre_fc_norm_hidden", h, eps, true, device)?,
-        fc: linear(src, "mtp.fc", 2 * h, h, false, cfg.initializer_range, device)?,
+        fc: linear(
+            src,
+            "mtp.fc",
+            2 * h,
+            h,
+            false,
+            cfg.initializer_range,
+            device,
+        )?,
         layers: (0..cfg.mtp_num_hidden_layers)
-            .map(|i| layer(cfg, src, &format!("mtp.layers.{i}"), LayerType::FullAttention, device))
+            .map(|i| {
+                layer(
+                    cfg,
+                    src,
+                    &format!("mtp.layers.{i}"),
+                    LayerType::FullAttention,
+                    device,
+                )
+            })
             .collect::<Result<_>>()?,
         norm: RmsNorm::load(src, "mtp.norm", h, eps, true, device)?,
     })

@@ -52,9 +52,28 @@ pub fn decoder_layer<B: Backend>(
         )?)
     };
     Ok(DecoderLayer {
-        input_layernorm: RmsNorm::load(src, &format!("{p}.input_layernorm"), h, eps, false, device)?,
-        mixer: Mixer::Attention(Attention::load(src, &format!("{p}.self_attn"), &attn, device)?),
-        post_attention_layernorm: RmsNorm::load(src, &format!("{p}.post_attention_layernorm"), h, eps, false, device)?,
+        input_layernorm: RmsNorm::load(
+            src,
+            &format!("{p}.input_layernorm"),
+            h,
+            eps,
+            false,
+            device,
+        )?,
+        mixer: Mixer::Attention(Attention::load(
+            src,
+            &format!("{p}.self_attn"),
+            &attn,
+            device,
+        )?),
+        post_attention_layernorm: RmsNorm::load(
+            src,
+            &format!("{p}.post_attention_layernorm"),
+            h,
+            eps,
+            false,
+            device,
+        )?,
         mlp,
     })
 }

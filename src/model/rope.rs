@@ -16,7 +16,13 @@ pub struct RopeTables<B: Backend> {
 
 impl<B: Backend> RopeTables<B> {
     /// Positions `start..start+len`. Computed in f32 like HF (`inv_freq = 1 / theta^(2i/r)`).
-    pub fn new(theta: f64, rotary_dim: usize, start: usize, len: usize, device: &B::Device) -> Self {
+    pub fn new(
+        theta: f64,
+        rotary_dim: usize,
+        start: usize,
+        len: usize,
+        device: &B::Device,
+    ) -> Self {
         let half = rotary_dim / 2;
         let inv_freq: Vec<f32> = (0..half)
             .map(|i| 1.0f32 / (theta as f32).powf((2 * i) as f32 / rotary_dim as f32))

@@ -73,7 +73,9 @@ impl WeightSource for RandomInit {
             Init::Zeros => vec![0.0; n],
             Init::Ones => vec![1.0; n],
             Init::Normal(std) => (0..n).map(|_| (self.normal() * std) as f32).collect(),
-            Init::LogUniform(lo, hi) => (0..n).map(|_| (lo + (hi - lo) * self.uniform()).ln() as f32).collect(),
+            Init::LogUniform(lo, hi) => (0..n)
+                .map(|_| (lo + (hi - lo) * self.uniform()).ln() as f32)
+                .collect(),
         })
     }
 }
@@ -127,7 +129,13 @@ pub fn linear<B: Backend>(
         device,
     )?;
     let bias = if bias {
-        Some(param(src, &format!("{prefix}.bias"), [d_out], Init::Zeros, device)?)
+        Some(param(
+            src,
+            &format!("{prefix}.bias"),
+            [d_out],
+            Init::Zeros,
+            device,
+        )?)
     } else {
         None
     };
@@ -174,10 +182,16 @@ pub fn to_hf<B: Backend, const D: usize>(
                     format!("{name}.gate_proj.weight"),
                     t.clone().narrow(0, 0, i).into_data(),
                 ),
-                (format!("{name}.up_proj.weight"), t.narrow(0, i, i).into_data()),
+                (
+                    format!("{name}.up_proj.weight"),
+                    t.narrow(0, i, i).into_data(),
+                ),
             ]
         }
-        HfLayout::ExpertDown => vec![(format!("{name}.down_proj.weight"), value.transpose().into_data())],
+        HfLayout::ExpertDown => vec![(
+            format!("{name}.down_proj.weight"),
+            value.transpose().into_data(),
+        )],
     }
 }
 
