@@ -1,0 +1,162 @@
+//! Realistic alternative names for tools and skills, in several naming styles, from a pool's half of
+//! the banks.
+//!
+//! Tool names: a verb and a noun phrase, in snake_case, camelCase, PascalCase or kebab-case, verb-noun
+//! or noun-verb, optionally with abbreviated nouns (`chk_inv`, `ProdDtlRetrieve`). Skill names follow
+//! the Agent Skills rule (lowercase kebab-case) and end in a marker word (`size-fit-guide`).
+//! Pool disjointness: a tool name holds exactly one verb token and a skill name ends in one marker, and
+//! those token sets differ between the pools, so no name can come out of both.
+
+use super::banks::{ABBREVIATIONS, SKILL_MARKERS, SKILL_WORDS, TOOL_NOUNS, VERB_CLASSES};
+use super::config::Pool;
+use crate::harness::skills::is_valid_skill_name;
+use crate::harness::tools::is_valid_tool_name;
+use crate::sim::rng::Rng;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Case {
+    Snake,
+    Camel,
+    Pascal,
+    Kebab,
+}
+
+/// Splits an identifier into lowercase words (`get_productDetail-v2` → get, product, detail, v2).
+pub fn words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if c == '_' || c == '-' {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        cur.push(c.to_ascii_lowercase());
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn join(words: &[String], case: Case) -> String {
+    let cap = |w: &str| {
+        let mut c = w.chars();
+        c.next().map_or(String::new(), |f| {
+            f.to_ascii_uppercase().to_string() + c.as_str()
+        })
+    };
+    match case {
+        Case::Snake => words.join("_"),
+        Case::Kebab => words.join("-"),
+        Case::Camel => words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| if i == 0 { w.clone() } else { cap(w) })
+            .collect(),
+        Case::Pascal => words.iter().map(|w| cap(w)).collect(),
+    }
+}
+
+fn abbreviate(word: &str) -> String {
+    ABBREVIATIONS
+        .iter()
+        .find(|(w, _)| *w == word)
+        .map_or(word, |(_, a)| a)
+        .to_string()
+}
+
+/// A candidate name for tool `canonical`, drawn from `pool`. May equal an existing name; the caller
+/// checks collisions and draws again.
+pub fn tool_name(canonical: &str, pool: Pool, rng: &mut Rng) -> String {
+    let canon_words = words(canonical);
+    let first = canon_words.first().map(String::as_str).unwrap_or("get");
+    let class = VERB_CLASSES
+        .iter()
+        .find(|c| c.canonical.contains(&first))
+        .unwrap_or(&VERB_CLASSES[0]);
+    let verb = rng.pick(class.verbs.of(pool)).to_string();
+    let nouns: Vec<String> = match TOOL_NOUNS.iter().find(|(c, _)| *c == canonical) {
+        Some((_, alts)) => rng.pick(alts).iter().map(|w| w.to_string()).collect(),
+        None if canon_words.len() > 1 => canon_words[1..].to_vec(),
+        None => canon_words.clone(),
+    };
+    let nouns: Vec<String> = if rng.chance(0.25) {
+        nouns.iter().map(|w| abbreviate(w)).collect()
+    } else {
+        nouns
+    };
+    let case = *rng.pick(&[Case::Snake, Case::Camel, Case::Pascal, Case::Kebab]);
+    let mut all = Vec::with_capacity(nouns.len() + 1);
+    if rng.chance(0.7) {
+        all.push(verb);
+        all.extend(nouns);
+    } else {
+        all.extend(nouns);
+        all.push(verb);
+    }
+    let name = join(&all, case);
+    debug_assert!(is_valid_tool_name(&name), "{name}");
+    name
+}
+
+/// A candidate name for skill `canonical`, drawn from `pool` (always a valid Agent Skills name).
+pub fn skill_name(canonical: &str, pool: Pool, rng: &mut Rng) -> String {
+    let mut parts: Vec<String> = match SKILL_WORDS.iter().find(|(c, _)| *c == canonical) {
+        Some((_, alts)) => rng.pick(alts).iter().map(|w| w.to_string()).collect(),
+        None => words(canonical),
+    };
+    parts.retain(|w| !w.is_empty());
+    parts.push(rng.pick(SKILL_MARKERS.of(pool)).to_string());
+    let name = parts.join("-");
+    debug_assert!(is_valid_skill_name(&name), "{name}");
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_every_style() {
+        assert_eq!(words("getProductDetail"), ["get", "product", "detail"]);
+        assert_eq!(words("check-inventory_v2"), ["check", "inventory", "v2"]);
+        assert_eq!(words("ProdDtl"), ["prod", "dtl"]);
+    }
+
+    #[test]
+    fn names_are_valid_in_every_style() {
+        let mut rng = Rng::new(3);
+        for _ in 0..200 {
+            for pool in [Pool::Train, Pool::Eval] {
+                assert!(is_valid_tool_name(&tool_name(
+                    "check_inventory",
+                    pool,
+                    &mut rng
+                )));
+                assert!(is_valid_tool_name(&tool_name(
+                    "some_new_tool",
+                    pool,
+                    &mut rng
+                )));
+                assert!(is_valid_skill_name(&skill_name(
+                    "size-advice",
+                    pool,
+                    &mut rng
+                )));
+                assert!(is_valid_skill_name(&skill_name(
+                    "brand-new",
+                    pool,
+                    &mut rng
+                )));
+            }
+        }
+    }
+}

@@ -1,0 +1,570 @@
+//! Harness-State Augmentation: every variant validates, renames invert byte for byte, seeds
+//! reproduce, train and eval pools are disjoint, each op and dimension does what it says, stream-mode
+//! trajectories are consistent with their variant, and the oracle teacher's success rate is unchanged
+//! under random variants (task preservation, measured in the simulator).
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use hat::agent::checks::schema_errors;
+use hat::agent::{Agent, SimEnv};
+use hat::harness::hooks::{Hook, OnFail};
+use hat::harness::{Harness, LiveContext};
+use hat::hsa::ops::rename_files;
+use hat::hsa::rewrite::compose;
+use hat::hsa::{Augmenter, Config, Dim, Pool, Selection, Spec, Variant, OPS};
+use hat::policy::oracle::Oracle;
+use hat::record::{Names, Role, Trajectory};
+use hat::sim::catalog::{Catalog, Split};
+use hat::sim::context::live_context;
+use hat::sim::faults::FaultPlan;
+use hat::sim::success;
+use hat::sim::tasks::{self, Room, TaskConfig};
+use rayon::prelude::*;
+use serde_json::Value;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn sample(name: &str) -> Harness {
+    Harness::load(root().join("harness-samples").join(name)).unwrap()
+}
+
+/// The names the simulator's canonical ids have in each sample (aftersales maps them onto its tools).
+fn base_names(name: &str) -> Names {
+    let p: PathBuf = root().join(format!("testdata/sim/{name}.names.json"));
+    match std::fs::read_to_string(p) {
+        Ok(text) => serde_json::from_str(&text).unwrap(),
+        Err(_) => Names::default(),
+    }
+}
+
+fn spec(config: Config, ops: &[&str], pool: Pool) -> Spec {
+    Spec {
+        config,
+        selection: Selection::new(Vec::new(), ops.iter().map(|s| s.to_string()).collect()).unwrap(),
+        pool,
+        keep_skills: BTreeSet::new(),
+    }
+}
+
+/// The default config with every op's probability raised to 1.
+fn all_on() -> Config {
+    let mut text = String::new();
+    for op in OPS {
+        text.push_str(&format!("[ops.{}]\np = 1.0\n", op.name));
+        if ["mask_skill", "add_synthetic_skill", "add_noise_skill"].contains(&op.name) {
+            text.push_str("max = 2\n");
+        }
+        if op.name == "reorder_blocks" {
+            text.push_str("keep_first = true\n");
+        }
+        if op.name == "perturb_limits" {
+            text.push_str(
+                "reply_chars_factor = [0.7, 1.5]\nrounds_delta = [-2, 3]\nmin_rounds = 4\n",
+            );
+        }
+        if op.name == "hook_retries" {
+            text.push_str("share = 0.5\nmin = 1\nmax = 3\n");
+        }
+    }
+    Config::parse(&text).unwrap()
+}
+
+#[test]
+fn shipped_config_equals_the_defaults_and_typos_are_errors() {
+    assert_eq!(
+        Config::load(&root().join("configs/hsa.toml")).unwrap(),
+        Config::default()
+    );
+    let err = Config::parse("[ops.rename_tol]\np = 0.5\n").unwrap_err();
+    assert!(format!("{err:#}").contains("rename_tol"), "{err:#}");
+    let err = Config::parse("[ops.rename_tool]\np = 1.5\n").unwrap_err();
+    assert!(format!("{err:#}").contains("rename_tool.p"), "{err:#}");
+    assert!(Selection::new(vec![], vec!["no_such_op".into()]).is_err());
+}
+
+#[test]
+fn every_variant_of_every_sample_validates() {
+    for name in ["taolive", "aftersales"] {
+        let base = sample(name);
+        for (config, label) in [(Config::default(), "default"), (all_on(), "all ops")] {
+            for pool in [Pool::Train, Pool::Eval] {
+                let s = spec(config.clone(), &[], pool);
+                (0..30u64).into_par_iter().for_each(|seed| {
+                    let v = Variant::draw(&base, &s, seed)
+                        .unwrap_or_else(|e| panic!("{name} {label} {pool:?} seed {seed}: {e:#}"));
+                    assert!(v.harness.validate().is_empty());
+                    // The variant's own files reload to the same harness.
+                    let again = Harness::from_files(v.harness.files().clone()).unwrap();
+                    assert_eq!(again.hash(), v.harness.hash());
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn rename_then_inverse_restores_the_original_byte_for_byte() {
+    let mut config = all_on();
+    config.ops.rename_tool.share = 1.0;
+    config.ops.rename_skill.share = 1.0;
+    for name in ["taolive", "aftersales"] {
+        let base = sample(name);
+        for seed in 0..10 {
+            let v = Variant::draw(
+                &base,
+                &spec(
+                    config.clone(),
+                    &["rename_tool", "rename_skill"],
+                    Pool::Train,
+                ),
+                seed,
+            )
+            .unwrap();
+            assert_eq!(
+                v.names.tools.len(),
+                base.tools().len(),
+                "every tool renamed"
+            );
+            assert!(v.harness.files() != base.files());
+            let inverse: HashMap<String, String> = v
+                .names
+                .tools
+                .iter()
+                .chain(&v.names.skills)
+                .map(|(c, s)| (s.clone(), c.clone()))
+                .collect();
+            assert_eq!(
+                &rename_files(v.harness.files(), &inverse),
+                base.files(),
+                "{name} seed {seed}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_variant() {
+    let base = sample("taolive");
+    let s = spec(Config::default(), &[], Pool::Train);
+    let a = Variant::draw(&base, &s, 42).unwrap();
+    let b = Variant::draw(&base, &s, 42).unwrap();
+    assert_eq!(a.harness.files(), b.harness.files());
+    assert_eq!(a.manifest(), b.manifest());
+    let hashes: BTreeSet<String> = (0..8)
+        .map(|seed| Variant::draw(&base, &s, seed).unwrap().harness.hash())
+        .collect();
+    assert!(
+        hashes.len() >= 7,
+        "seeds give different variants: {hashes:?}"
+    );
+}
+
+#[test]
+fn train_and_eval_pools_produce_disjoint_surface_names() {
+    let mut config = all_on();
+    config.ops.rename_tool.share = 1.0;
+    config.ops.rename_skill.share = 1.0;
+    for name in ["taolive", "aftersales"] {
+        let base = sample(name);
+        let names = |pool: Pool| -> BTreeSet<String> {
+            let s = spec(config.clone(), &[], pool);
+            (0..40)
+                .flat_map(|seed| {
+                    let v = Variant::draw(&base, &s, seed).unwrap();
+                    let original: BTreeSet<&str> = base
+                        .tools()
+                        .iter()
+                        .map(|t| t.name.as_str())
+                        .chain(base.skills().iter().map(|s| s.name()))
+                        .collect();
+                    v.harness
+                        .tools()
+                        .iter()
+                        .map(|t| t.name.clone())
+                        .chain(v.harness.skills().iter().map(|s| s.name().to_string()))
+                        .filter(|n| !original.contains(n.as_str()))
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let (train, eval) = (names(Pool::Train), names(Pool::Eval));
+        assert!(
+            train.len() > 50 && eval.len() > 50,
+            "{} {}",
+            train.len(),
+            eval.len()
+        );
+        let shared: Vec<_> = train.intersection(&eval).collect();
+        assert!(shared.is_empty(), "{name}: names in both pools: {shared:?}");
+    }
+}
+
+/// Draws variants with only `op` on until it applies; returns the first that did.
+fn with_op(base: &Harness, op: &str) -> Variant {
+    let s = spec(all_on(), &[op], Pool::Train);
+    (0..20)
+        .map(|seed| Variant::draw(base, &s, seed).unwrap())
+        .find(|v| v.ops.iter().any(|o| o["op"] == op))
+        .unwrap_or_else(|| panic!("op {op} never applied"))
+}
+
+fn render(h: &Harness) -> String {
+    h.render_system_prompt(&LiveContext::default_context())
+        .unwrap()
+}
+
+#[test]
+fn each_op_applies_and_changes_what_it_names() {
+    let base = sample("taolive");
+    for op in OPS {
+        let v = with_op(&base, op.name);
+        assert_eq!(v.ops.len(), 1, "{}: {:?}", op.name, v.ops);
+        assert_eq!(v.ops[0]["dim"], op.dim.as_str());
+        assert_ne!(v.harness.hash(), base.hash(), "{} changed nothing", op.name);
+    }
+
+    let v = with_op(&base, "mask_skill");
+    let masked = v.ops[0]["skills"].as_array().unwrap();
+    assert!(masked
+        .iter()
+        .all(|s| v.harness.skill(s.as_str().unwrap()).is_none()));
+    assert!(
+        v.harness.skill("compliance-guard").is_some(),
+        "skills in [skills] order are never masked"
+    );
+
+    let v = with_op(&base, "rename_tool");
+    for (c, s) in &v.names.tools {
+        assert!(v.harness.tool(c).is_none() && v.harness.tool(s).is_some());
+        assert!(!render(&v.harness).contains(&format!("`{c}`")));
+    }
+
+    let v = with_op(&base, "rename_skill");
+    let (c, s) = v.names.skills.iter().next().unwrap();
+    assert!(v.harness.skill(c).is_none() && v.harness.skill(s).is_some());
+    assert!(
+        render(&v.harness).contains(&format!("- {s}:")),
+        "the catalog shows the new name"
+    );
+
+    let v = with_op(&base, "add_synthetic_skill");
+    assert!(v.harness.skills().len() > base.skills().len());
+    let v = with_op(&base, "add_noise_skill");
+    assert!(v.harness.skills().len() > base.skills().len());
+
+    let v = with_op(&base, "mask_rules");
+    let body_lines = |h: &Harness| {
+        h.skills()
+            .iter()
+            .map(|s| s.body.lines().count())
+            .sum::<usize>()
+    };
+    assert!(body_lines(&v.harness) < body_lines(&base));
+    for s in v.harness.skills() {
+        let orig = base.skill(s.name()).unwrap();
+        for line in orig.body.lines().filter(|l| l.contains('`')) {
+            assert!(s.body.contains(line), "essential rule dropped: {line}");
+        }
+    }
+
+    let v = with_op(&base, "reorder_rules");
+    let sorted = |h: &Harness| {
+        let mut l: Vec<String> = h
+            .skills()
+            .iter()
+            .flat_map(|s| s.body.lines().map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        l.sort();
+        l
+    };
+    assert_eq!(
+        sorted(&v.harness),
+        sorted(&base),
+        "reordering keeps every rule"
+    );
+
+    let v = with_op(&base, "reorder_blocks");
+    assert_eq!(v.harness.pipeline().blocks[0].name, "persona");
+    let names = |h: &Harness| {
+        h.pipeline()
+            .blocks
+            .iter()
+            .map(|b| b.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_ne!(names(&v.harness), names(&base));
+
+    let v = with_op(&base, "perturb_limits");
+    let (old, new) = (base.limits(), v.harness.limits());
+    assert!(old != new);
+    assert!(render(&v.harness).contains(&format!("每条回复不超过 {} 个字", new.max_reply_chars)));
+    assert!(new.max_rounds >= 4 && new.max_tool_calls >= 4);
+
+    let builtin = |h: &Harness| -> Vec<(OnFail, u32, Option<String>)> {
+        h.hooks()
+            .iter()
+            .filter_map(|(_, _, hook)| match hook {
+                Hook::Builtin(b) => Some((
+                    b.on_fail,
+                    b.max_retries,
+                    b.feedback
+                        .as_ref()
+                        .map(|f| format!("{:?}{}", f.role, f.template)),
+                )),
+                Hook::Command(_) => None,
+            })
+            .collect()
+    };
+    for op in [
+        "hook_retries",
+        "hook_on_fail",
+        "feedback_role",
+        "feedback_wording",
+        "guard_hook",
+    ] {
+        let v = with_op(&base, op);
+        assert_ne!(builtin(&v.harness), builtin(&base), "{op}");
+    }
+}
+
+#[test]
+fn dims_select_ops_by_dimension() {
+    let base = sample("taolive");
+    let mut s = spec(all_on(), &[], Pool::Eval);
+    s.selection = Selection::new(vec![Dim::Hooks, Dim::Prompt], Vec::new()).unwrap();
+    let v = Variant::draw(&base, &s, 5).unwrap();
+    assert!(!v.ops.is_empty());
+    assert!(
+        v.ops
+            .iter()
+            .all(|o| o["dim"] == "hooks" || o["dim"] == "prompt"),
+        "{:?}",
+        v.ops
+    );
+    assert!(v.names.is_empty());
+}
+
+/// Oracle rollouts of dev tasks under `h` with `names` (canonical → surface).
+fn rollouts(h: &Harness, names: Names, tasks: &[Trajectory], catalog: &Catalog) -> Vec<Trajectory> {
+    let agent = Agent::new(h, names.clone()).unwrap();
+    let oracle = Oracle::new(h, names);
+    let plan = FaultPlan::default();
+    let env = SimEnv {
+        catalog,
+        faults: &plan,
+        seed: 3,
+    };
+    tasks
+        .par_iter()
+        .map(|t| agent.run(&oracle, t, &env).unwrap())
+        .collect()
+}
+
+fn dev_tasks(catalog: &Catalog, n: usize, mix: Option<&str>) -> Vec<Trajectory> {
+    let mut cfg = TaskConfig::new(Split::Dev, 11);
+    if let Some(m) = mix {
+        cfg.mix = m.parse().unwrap();
+    }
+    tasks::generate(catalog, &cfg, n).unwrap()
+}
+
+fn rate(out: &[Trajectory]) -> f64 {
+    out.iter().filter(|t| success::check(t).success).count() as f64 / out.len().max(1) as f64
+}
+
+/// Task preservation, measured: the oracle's success on dev tasks under 50 random variants (skipping
+/// pairs where the variant masked the skill the task needs) equals its success under the original.
+#[test]
+fn oracle_success_is_unchanged_under_random_variants() {
+    let catalog = Catalog::generate(7, 40);
+    for (name, mix, n_tasks) in [
+        ("taolive", None, 60),
+        ("aftersales", Some("after_sales=1"), 30),
+    ] {
+        let base = sample(name);
+        let names = base_names(name);
+        let tasks = dev_tasks(&catalog, n_tasks, mix);
+        let base_rate = rate(&rollouts(&base, names.clone(), &tasks, &catalog));
+        let s = spec(Config::default(), &[], Pool::Eval);
+        let (mut ok, mut total, mut skipped) = (0usize, 0usize, 0usize);
+        for seed in 0..50 {
+            let v = Variant::draw(&base, &s, seed).unwrap();
+            // Command hooks run from disk.
+            let dir = tempfile::tempdir().unwrap();
+            v.write_to(&dir.path().join("h")).unwrap();
+            let on_disk = Harness::load(dir.path().join("h")).unwrap();
+            assert_eq!(
+                on_disk.hash(),
+                v.harness.hash(),
+                "the manifest is not part of the harness"
+            );
+            let vnames = compose(&names, &v.names);
+            let usable: Vec<Trajectory> = tasks
+                .iter()
+                .filter(|t| {
+                    let skill = t
+                        .task
+                        .as_ref()
+                        .and_then(|t| t.expected.as_ref())
+                        .and_then(|e| e.skill.clone());
+                    let needed = skill.map(|s| names.skill_surface(&s).to_string());
+                    needed.is_none_or(|b| {
+                        base.skill(&b).is_none()
+                            || v.harness.skill(v.names.skill_surface(&b)).is_some()
+                    })
+                })
+                .cloned()
+                .collect();
+            skipped += tasks.len() - usable.len();
+            let out = rollouts(&on_disk, vnames, &usable, &catalog);
+            total += out.len();
+            ok += out.iter().filter(|t| success::check(t).success).count();
+        }
+        let variant_rate = ok as f64 / total as f64;
+        eprintln!("{name}: oracle success {base_rate:.4} original, {variant_rate:.4} under 50 variants ({total} episodes, {skipped} skipped for masked skills)");
+        assert!(base_rate >= 0.98, "{name}: base {base_rate}");
+        assert!(
+            variant_rate >= 0.98 && variant_rate >= base_rate - 0.01,
+            "{name}: {variant_rate} vs {base_rate}"
+        );
+    }
+}
+
+#[test]
+fn stream_mode_rewrites_trajectories_consistently_with_their_variant() {
+    let catalog = Catalog::generate(7, 40);
+    let base = sample("taolive");
+    let tasks = dev_tasks(&catalog, 40, None);
+    let records = rollouts(&base, Names::default(), &tasks, &catalog);
+    let s = spec(all_on(), &[], Pool::Train);
+    let aug = Augmenter::new(&base, &s, 9, 16).unwrap();
+    let mut renamed_calls = 0;
+    for r in &records {
+        let copies = aug
+            .augment(r, 3)
+            .unwrap_or_else(|e| panic!("{}: {e}", r.id));
+        assert!(!copies.is_empty());
+        for (k, c) in copies.iter().enumerate() {
+            assert_eq!(c.id, format!("{}#hsa{k}", r.id));
+            assert_eq!(c.task, r.task, "ground truth stays canonical");
+            let href = c.harness.as_ref().unwrap();
+            let seed = href.variant.as_ref().unwrap().seed;
+            let v = Variant::draw(&base, &s, seed).unwrap();
+            assert_eq!(href.hash, v.harness.hash());
+            assert_eq!(href.names, v.names);
+            // The system prompt is exactly what the variant renders for this room.
+            let room: Room = serde_json::from_value(r.task.as_ref().unwrap().room.clone()).unwrap();
+            let ctx = LiveContext::from_value(live_context(
+                &catalog,
+                &room,
+                &r.task.as_ref().unwrap().viewer,
+            ))
+            .unwrap();
+            assert_eq!(
+                c.messages[0].text_content(),
+                v.harness.render_system_prompt(&ctx).unwrap(),
+                "{}",
+                c.id
+            );
+            // Every tool call names a tool of the variant, with arguments valid under its schema.
+            for call in c.messages.iter().flat_map(|m| &m.tool_calls) {
+                let tool = v.harness.tool(&call.function.name).unwrap_or_else(|| {
+                    panic!("{}: {} is not a variant tool", c.id, call.function.name)
+                });
+                let args = Value::Object(call.function.parsed_arguments().unwrap());
+                assert!(
+                    schema_errors(&tool.input_schema, &args).is_empty(),
+                    "{}: {args}",
+                    c.id
+                );
+                assert!(c
+                    .tools
+                    .iter()
+                    .any(|t| t.function.name == call.function.name));
+                renamed_calls +=
+                    usize::from(v.names.tools.values().any(|s| *s == call.function.name));
+                if call.function.name == v.harness.manifest().skills.load_tool {
+                    let skill = args["name"].as_str().unwrap();
+                    assert!(v.harness.skill(skill).is_some(), "{}: loads {skill}", c.id);
+                }
+            }
+            // Scoring through the names map still finds the episode correct.
+            assert_eq!(
+                success::check(c).success,
+                success::check(r).success,
+                "{}: {:?}",
+                c.id,
+                success::check(c).failures
+            );
+        }
+    }
+    assert!(renamed_calls > 20, "{renamed_calls}");
+}
+
+#[test]
+fn stream_mode_is_deterministic_and_keeps_unchanged_records_unchanged() {
+    let catalog = Catalog::generate(7, 40);
+    let base = sample("taolive");
+    let records = rollouts(
+        &base,
+        Names::default(),
+        &dev_tasks(&catalog, 10, None),
+        &catalog,
+    );
+    let s = spec(Config::default(), &[], Pool::Train);
+    let a = Augmenter::new(&base, &s, 4, 8).unwrap();
+    let b = Augmenter::new(&base, &s, 4, 8).unwrap();
+    for r in &records {
+        let x = serde_json::to_string(&a.augment(r, 2).unwrap()).unwrap();
+        assert_eq!(x, serde_json::to_string(&b.augment(r, 2).unwrap()).unwrap());
+    }
+    // With every op off, a copy differs from its record only in id and harness ref.
+    let none = spec(Config::default(), &["guard_hook"], Pool::Train);
+    let mut config = Config::default();
+    config.ops.guard_hook.p = 0.0;
+    let id = Augmenter::new(&base, &Spec { config, ..none }, 1, 1).unwrap();
+    for r in &records {
+        let c = &id.augment(r, 1).unwrap()[0];
+        assert_eq!(c.messages, r.messages);
+        assert_eq!(c.tools, r.tools);
+    }
+}
+
+#[test]
+fn records_that_do_not_fit_the_harness_are_rejected_with_the_reason() {
+    let catalog = Catalog::generate(7, 40);
+    let base = sample("taolive");
+    let records = rollouts(
+        &base,
+        Names::default(),
+        &dev_tasks(&catalog, 20, Some("product_qa=1")),
+        &catalog,
+    );
+    let aug = Augmenter::new(&base, &spec(Config::default(), &[], Pool::Train), 1, 4).unwrap();
+    let mut r = records
+        .iter()
+        .find(|r| r.messages.iter().any(|m| !m.tool_calls.is_empty()))
+        .unwrap()
+        .clone();
+    let call = r
+        .messages
+        .iter_mut()
+        .find(|m| !m.tool_calls.is_empty())
+        .unwrap();
+    call.tool_calls[0].function.name = "no_such_tool".into();
+    let e = aug.augment(&r, 1).unwrap_err();
+    assert!(e.0.contains("no_such_tool"), "{e}");
+
+    let mut r = records[0].clone();
+    r.messages[0] = hat::record::Message::text(Role::System, "You are a helpful assistant.");
+    let e = aug.augment(&r, 1).unwrap_err();
+    assert!(e.0.contains("not rendered by harness taolive"), "{e}");
+
+    let other = sample("aftersales");
+    let aug = Augmenter::new(&other, &spec(Config::default(), &[], Pool::Train), 1, 4).unwrap();
+    let e = aug.augment(&records[0], 1).unwrap_err();
+    assert!(e.0.contains("taolive"), "{e}");
+}
