@@ -4,12 +4,15 @@
 Each case file holds {"template": <file in testdata/chat/templates>, "input": {messages, tools,
 add_generation_prompt, ...kwargs}, "expected": <apply_chat_template(..., tokenize=False)>} or,
 when transformers refuses the input, "error": <its message> instead of "expected".
-`tests/chat.rs` checks the Rust renderer against every file, byte for byte.
+It also writes testdata/chat/random_cases.jsonl: seeded random conversations (tricky text,
+floats, nested arguments, think tags, tool turns) in the same record shape, one per line.
+`tests/chat.rs` checks the Rust renderer against every record, byte for byte.
 
 Usage: python3 scripts/gen_chat_goldens.py   (needs transformers, tokenizers, jinja2)
 """
 import json
 import pathlib
+import random
 import sys
 
 import transformers
@@ -19,6 +22,7 @@ from transformers import PreTrainedTokenizerFast
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "testdata" / "chat" / "templates"
 CASES = ROOT / "testdata" / "chat" / "cases"
+RANDOM = ROOT / "testdata" / "chat" / "random_cases.jsonl"
 
 
 def tokenizer(template: str) -> PreTrainedTokenizerFast:
@@ -256,23 +260,108 @@ CASE_LIST = {
 }
 
 
+# --- seeded random conversations ---------------------------------------------------------
+
+PIECES = ["hello", "价格", "😀", " ", "  ", "\n", "\n\n", "\t", "<", ">", "&", "'", "\"", "\\", "{{ x }}",
+          "<think>", "</think>", "<tool_response>", "</tool_response>", "\u2028", "\x01", "\x1c", "\u00a0",
+          "1.0", "None", "é", "<|im_end|>"]
+FLOATS = [0.0, -0.0, 1.0, 0.1, 1e-7, 1e-5, 1e-4, 1e16, 1e15, 1.5e300, 5e-324, 123456789.125, 2.5, -3.75]
+
+
+def rand_text(rng, n=6):
+    return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, n)))
+
+
+def rand_value(rng, depth=0):
+    kind = rng.randint(0, 8 if depth < 3 else 5)
+    if kind == 0:
+        return rng.randint(-10**6, 10**6)
+    if kind == 1:
+        return rng.choice(FLOATS)
+    if kind == 2:
+        return rng.uniform(-1, 1) * 10 ** rng.randint(-12, 22)
+    if kind == 3:
+        return rng.choice([True, False, None])
+    if kind in (4, 5):
+        return rand_text(rng, 4)
+    if kind in (6, 7):
+        return {rand_text(rng, 2) or "k": rand_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+    return [rand_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+
+
+def rand_call(rng, i):
+    name = rng.choice(["get_weather", "search_products", "get_order"])
+    args = {rng.choice(["city", "query", "limit", "filters", "x"]) + str(j): rand_value(rng) for j in range(rng.randint(0, 4))}
+    if rng.random() < 0.3:
+        args = json.dumps(args, ensure_ascii=rng.random() < 0.5)
+    c = call(name, args, f"c{i}")
+    return c if rng.random() < 0.8 else c["function"]
+
+
+def rand_conversation(rng):
+    msgs = []
+    if rng.random() < 0.5:
+        msgs.append({"role": "system", "content": rand_text(rng)})
+    for _ in range(rng.randint(1, 3)):
+        msgs.append(user(rand_text(rng) if rng.random() < 0.9 else "<tool_response>" + rand_text(rng) + "</tool_response>"))
+        for _ in range(rng.randint(0, 2)):
+            content = rand_text(rng)
+            if rng.random() < 0.3:
+                content = "<think>" + rand_text(rng) + "</think>" + content
+            extra = {}
+            r = rng.random()
+            if r < 0.3:
+                extra["reasoning_content"] = rand_text(rng)
+            elif r < 0.4:
+                extra["reasoning_content"] = None
+            if rng.random() < 0.5:
+                extra["tool_calls"] = [rand_call(rng, i) for i in range(rng.randint(1, 3))]
+                msgs.append(assistant(content, **extra))
+                for i in range(rng.randint(1, 3)):
+                    msgs.append(tool(rand_text(rng), f"c{i}"))
+            else:
+                msgs.append(assistant(content, **extra))
+    tools = rng.choice([None, [], [WEATHER], TOOLS, [{"type": "function", "function": {"name": "t", "parameters": rand_value(rng)}}]])
+    kwargs = {}
+    if rng.random() < 0.5:
+        kwargs["enable_thinking"] = rng.choice([True, False, None, "false"])
+    return msgs, tools, rng.random() < 0.5, kwargs
+
+
+def random_cases(count=240, seed=20261130):
+    rng = random.Random(seed)
+    for i in range(count):
+        msgs, tools, agp, kwargs = rand_conversation(rng)
+        template = "qwen3.jinja" if i % 2 == 0 else "xml_tools.jinja"
+        yield case(template, msgs, tools=tools, add_generation_prompt=agp, **kwargs)
+
+
+def render_record(spec):
+    inp = spec["input"]
+    kwargs = {k: v for k, v in inp.items() if k not in ("messages", "tools", "add_generation_prompt")}
+    record = {"template": spec["template"], "input": inp, "transformers": transformers.__version__}
+    try:
+        record["expected"] = tokenizer(spec["template"]).apply_chat_template(
+            inp["messages"], tools=inp["tools"], add_generation_prompt=inp["add_generation_prompt"],
+            tokenize=False, **kwargs)
+    except Exception as e:  # the Rust renderer must refuse the same inputs
+        record["error"] = f"{type(e).__name__}: {e}"
+    return record
+
+
 def main() -> int:
     CASES.mkdir(parents=True, exist_ok=True)
     for old in CASES.glob("*.json"):
         old.unlink()
     for name, spec in CASE_LIST.items():
-        inp = spec["input"]
-        kwargs = {k: v for k, v in inp.items() if k not in ("messages", "tools", "add_generation_prompt")}
-        record = {"template": spec["template"], "input": inp,
-                  "transformers": transformers.__version__}
-        try:
-            record["expected"] = tokenizer(spec["template"]).apply_chat_template(
-                inp["messages"], tools=inp["tools"], add_generation_prompt=inp["add_generation_prompt"],
-                tokenize=False, **kwargs)
-        except Exception as e:  # the Rust renderer must refuse the same inputs
-            record["error"] = f"{type(e).__name__}: {e}"
+        record = render_record(spec)
         (CASES / f"{name}.json").write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n")
     print(f"wrote {len(CASE_LIST)} cases to {CASES}", file=sys.stderr)
+    # Random conversations: one JSON record per line.
+    with open(RANDOM, "w") as f:
+        for spec in random_cases():
+            f.write(json.dumps(render_record(spec), ensure_ascii=False) + "\n")
+    print(f"wrote random cases to {RANDOM}", file=sys.stderr)
     return 0
 
 

@@ -33,41 +33,79 @@ fn first_difference(a: &str, b: &str) -> String {
     )
 }
 
+/// Renders one golden record and describes any disagreement with transformers.
+fn check_record(
+    case_name: &str,
+    case: &Value,
+    templates: &mut BTreeMap<String, ChatTemplate>,
+) -> Option<String> {
+    let name = case["template"].as_str().unwrap().to_string();
+    let template = templates.entry(name.clone()).or_insert_with(|| {
+        ChatTemplate::from_file(&testdata().join("templates").join(&name)).unwrap()
+    });
+    let got = RenderInput::from_json(&case["input"]).and_then(|input| template.render(&input));
+    match (got, case.get("expected").and_then(Value::as_str)) {
+        (Ok(got), Some(want)) if got == want => None,
+        (Ok(got), Some(want)) => Some(format!("{case_name}: {}", first_difference(&got, want))),
+        (Err(e), Some(_)) => Some(format!("{case_name}: render failed: {e:#}")),
+        (Ok(got), None) => Some(format!(
+            "{case_name}: transformers refused ({}) but rust rendered {got:?}",
+            case["error"]
+        )),
+        (Err(_), None) => None,
+    }
+}
+
 #[test]
 fn golden_renders_match_transformers_byte_for_byte() {
-    let dir = testdata();
-    let mut templates: BTreeMap<String, ChatTemplate> = BTreeMap::new();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir.join("cases"))
+    let mut templates = BTreeMap::new();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(testdata().join("cases"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     paths.sort();
     assert!(paths.len() >= 25, "only {} golden cases", paths.len());
-    let mut failures = Vec::new();
-    for path in &paths {
-        let case: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let name = case["template"].as_str().unwrap().to_string();
-        let template = templates.entry(name.clone()).or_insert_with(|| {
-            ChatTemplate::from_file(&dir.join("templates").join(&name)).unwrap()
-        });
-        let input = RenderInput::from_json(&case["input"]).unwrap();
-        let got = template.render(&input);
-        let case_name = path.file_stem().unwrap().to_string_lossy();
-        match (got, case.get("expected").and_then(Value::as_str)) {
-            (Ok(got), Some(want)) if got == want => {}
-            (Ok(got), Some(want)) => {
-                failures.push(format!("{case_name}: {}", first_difference(&got, want)))
-            }
-            (Err(e), Some(_)) => failures.push(format!("{case_name}: render failed: {e:#}")),
-            (Ok(got), None) => failures.push(format!(
-                "{case_name}: transformers refused ({}) but rust rendered {got:?}",
-                case["error"]
-            )),
-            (Err(_), None) => {}
-        }
-    }
+    let failures: Vec<String> = paths
+        .iter()
+        .filter_map(|path| {
+            let case: Value =
+                serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            check_record(
+                &path.file_stem().unwrap().to_string_lossy(),
+                &case,
+                &mut templates,
+            )
+        })
+        .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn random_conversations_match_transformers_byte_for_byte() {
+    let mut templates = BTreeMap::new();
+    let text = std::fs::read_to_string(testdata().join("random_cases.jsonl")).unwrap();
+    let mut count = 0;
+    let failures: Vec<String> = text
+        .lines()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            count += 1;
+            let case: Value = serde_json::from_str(line).unwrap();
+            check_record(
+                &format!("random_cases.jsonl:{}", i + 1),
+                &case,
+                &mut templates,
+            )
+        })
+        .collect();
+    assert!(count >= 100, "only {count} random cases");
+    assert!(
+        failures.is_empty(),
+        "{} of {count} differ:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

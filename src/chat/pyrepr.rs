@@ -25,7 +25,10 @@ pub fn float_repr(f: f64) -> String {
     let sci = format!("{:e}", f.abs());
     let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let mut digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if let Some(even) = tie_to_even(f.abs(), &digits, exp) {
+        digits = even;
+    }
     // Position of the decimal point relative to the first digit, as CPython's dtoa reports it.
     let decpt = exp + 1;
     let body = if decpt <= -4 || decpt > 16 {
@@ -46,6 +49,46 @@ pub fn float_repr(f: f64) -> String {
         format!("{digits}{}.0", "0".repeat(decpt as usize - digits.len()))
     };
     format!("{sign}{body}")
+}
+
+/// When the value lies exactly halfway between two shortest candidates, Rust rounds the last
+/// digit up while CPython's dtoa rounds half to even (216703222315114.625 is
+/// `216703222315114.62` in Python). Returns the even candidate in that case. Only 16+ digit
+/// candidates can tie: shorter ones are too far apart to both round-trip.
+fn tie_to_even(f: f64, digits: &str, exp: i32) -> Option<String> {
+    let n = digits.len();
+    if n < 16 {
+        return None;
+    }
+    // 800 fractional digits cover any double's exact decimal expansion.
+    let exact = format!("{f:.800e}");
+    let (mantissa, exact_exp) = exact.split_once('e')?;
+    if exact_exp.parse::<i32>().ok()? != exp {
+        return None;
+    }
+    let exact_digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let exact_digits = exact_digits.trim_end_matches('0');
+    if exact_digits.len() != n + 1 || !exact_digits.ends_with('5') {
+        return None;
+    }
+    let low = &exact_digits[..n];
+    if (low.as_bytes()[n - 1] - b'0') % 2 == 0 {
+        return Some(low.to_string());
+    }
+    // The even candidate is one unit above `low`; carrying into a new leading digit would make
+    // a shorter candidate, which the shortest algorithm would already have chosen.
+    let mut up = low.as_bytes().to_vec();
+    let mut i = n;
+    while i > 0 {
+        i -= 1;
+        if up[i] == b'9' {
+            up[i] = b'0';
+        } else {
+            up[i] += 1;
+            return String::from_utf8(up).ok();
+        }
+    }
+    None
 }
 
 /// Python `str(x)`: strings as they are, everything else as [`repr`].
@@ -189,6 +232,17 @@ mod tests {
             (-0.0, "-0.0"),
             (100.0, "100.0"),
             (5e-324, "5e-324"),
+            (1.5e-323, "1.5e-323"),
+            (1e23, "1e+23"),
+            (9007199254740993.0, "9007199254740992.0"),
+            // Exact halfway cases: Python rounds the last digit half to even.
+            (216703222315114.625, "216703222315114.62"),
+            (1369693243494399.25, "1369693243494399.2"),
+            (16209100704035.8125, "16209100704035.812"),
+            (273531090333752.375, "273531090333752.38"),
+            (986583890857899.75, "986583890857899.8"),
+            (1511264466447763.75, "1511264466447763.8"),
+            (854738410855862.75, "854738410855862.8"),
         ];
         for (f, want) in cases {
             assert_eq!(float_repr(f), want, "{f:e}");
