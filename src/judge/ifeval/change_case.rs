@@ -7,7 +7,10 @@ use super::treebank::word_tokenize;
 
 /// `change_case:capital_word_frequency`: `nltk.word_tokenize` tokens that are `isupper()`.
 pub fn capital_words(relation: Relation, threshold: i64, response: &str) -> bool {
-    let n = word_tokenize(response).iter().filter(|w| py_isupper(w)).count();
+    let n = word_tokenize(response)
+        .iter()
+        .filter(|w| py_isupper(w))
+        .count();
     relation.holds(n, threshold)
 }
 
@@ -37,18 +40,27 @@ mod tests {
     fn capital_word_counting_uses_treebank_tokens() {
         // DON'T → DO + N'T: two capital tokens; "I" counts too.
         assert!(capital_words(Relation::AtLeast, 3, "I DON'T know"));
-        assert!(capital_words(Relation::LessThan, 2, "HELLO-WORLD is one token"));
+        assert!(capital_words(
+            Relation::LessThan,
+            2,
+            "HELLO-WORLD is one token"
+        ));
     }
 
     #[test]
     fn english_case_checks() {
-        assert!(english_lowercase("this is a simple english sentence about the weather today."));
+        assert!(english_lowercase(
+            "this is a simple english sentence about the weather today."
+        ));
         assert!(!english_lowercase("This is not all lowercase."));
         assert!(english_capital("THIS IS ALL CAPITALS, TRUST ME."));
         // Seeded langdetect says "tl" for this one; circled letters give it no n-gram at all,
         // so it raises and the official code counts the instruction as followed.
         assert!(!english_capital("ABC 123"));
         assert!(english_capital("Ⓐ Ⓑ 123"));
-        assert!(!english_capital("123"), "no cased character: isupper() is false");
+        assert!(
+            !english_capital("123"),
+            "no cased character: isupper() is false"
+        );
     }
 }

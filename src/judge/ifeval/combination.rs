@@ -22,7 +22,9 @@ pub fn two_responses(response: &str) -> bool {
 /// `combination:repeat_prompt`: the stripped, lower-cased response starts with the stripped,
 /// lower-cased prompt to repeat.
 pub fn repeats_prompt(prompt_to_repeat: &str, response: &str) -> bool {
-    py_strip(response).to_lowercase().starts_with(&py_strip(prompt_to_repeat).to_lowercase())
+    py_strip(response)
+        .to_lowercase()
+        .starts_with(&py_strip(prompt_to_repeat).to_lowercase())
 }
 
 #[cfg(test)]
@@ -40,7 +42,10 @@ mod tests {
 
     #[test]
     fn repeat_is_a_case_insensitive_prefix() {
-        assert!(repeats_prompt(" Write a poem. ", "write a POEM. Roses are red"));
+        assert!(repeats_prompt(
+            " Write a poem. ",
+            "write a POEM. Roses are red"
+        ));
         assert!(!repeats_prompt("Write a poem.", "Sure! Write a poem."));
     }
 }

@@ -14,15 +14,25 @@ fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
 pub fn bullet_lists(n: i64, response: &str) -> bool {
     static STAR: OnceLock<Regex> = OnceLock::new();
     static DASH: OnceLock<Regex> = OnceLock::new();
-    let stars = re(&STAR, r"(?m)^[\s\x1c-\x1f]*\*[^*].*$").find_iter(response).count();
-    let dashes = re(&DASH, r"(?m)^[\s\x1c-\x1f]*-.*$").find_iter(response).count();
+    let stars = re(&STAR, r"(?m)^[\s\x1c-\x1f]*\*[^*].*$")
+        .find_iter(response)
+        .count();
+    let dashes = re(&DASH, r"(?m)^[\s\x1c-\x1f]*-.*$")
+        .find_iter(response)
+        .count();
     (stars + dashes) as i64 == n
 }
 
 /// `detectable_format:constrained_response`: one of the three fixed answers appears.
 pub fn constrained_response(response: &str) -> bool {
     let v = py_strip(response);
-    ["My answer is yes.", "My answer is no.", "My answer is maybe."].iter().any(|o| v.contains(o))
+    [
+        "My answer is yes.",
+        "My answer is no.",
+        "My answer is maybe.",
+    ]
+    .iter()
+    .any(|o| v.contains(o))
 }
 
 /// `detectable_format:number_highlighted_sections`: `*text*` spans plus `**text**` spans with
@@ -47,7 +57,9 @@ pub fn highlighted_sections(n: i64, response: &str) -> bool {
 /// The splitter pattern of `detectable_format:multiple_sections`: `\s?SPLITTER\s?\d+\s?`, the
 /// splitter being a (case-sensitive) regular expression as in the official code.
 pub fn section_pattern(splitter: &str) -> Result<Regex, regex::Error> {
-    Regex::new(&format!(r"[\s\x1c-\x1f]?{splitter}[\s\x1c-\x1f]?\d+[\s\x1c-\x1f]?"))
+    Regex::new(&format!(
+        r"[\s\x1c-\x1f]?{splitter}[\s\x1c-\x1f]?\d+[\s\x1c-\x1f]?"
+    ))
 }
 
 /// `detectable_format:multiple_sections`: `len(re.split(...)) - 1 >= n`, i.e. the number of

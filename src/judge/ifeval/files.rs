@@ -50,7 +50,10 @@ pub fn read_inputs(path: &str, on_error: OnError) -> Result<(Vec<Prepared>, u64)
     while let Some(next) = records.next_numbered() {
         let (line, input) = next?;
         match input.instructions() {
-            Ok(instructions) => out.push(Prepared { input, instructions }),
+            Ok(instructions) => out.push(Prepared {
+                input,
+                instructions,
+            }),
             Err(e) => records.reject(&line, format!("prompt key {}: {e:#}", input.key))?,
         }
     }
@@ -58,7 +61,11 @@ pub fn read_inputs(path: &str, on_error: OnError) -> Result<(Vec<Prepared>, u64)
 }
 
 /// Reads a response file into prompt → response.
-pub fn read_responses(path: &str, on_error: OnError, rejects: Option<&Path>) -> Result<(HashMap<String, String>, u64)> {
+pub fn read_responses(
+    path: &str,
+    on_error: OnError,
+    rejects: Option<&Path>,
+) -> Result<(HashMap<String, String>, u64)> {
     let mut records: Records<ResponseRecord> = Records::new(LineReader::open(path)?, on_error);
     if let Some(r) = rejects {
         records = records.with_rejects(Rejects::create(r)?);
@@ -92,9 +99,15 @@ impl Evaluated {
     pub fn output_line(&self, mode: Mode) -> String {
         let list = self.verdicts(mode);
         let mut m = Map::new();
-        m.insert("follow_all_instructions".into(), Value::Bool(list.iter().all(|&b| b)));
+        m.insert(
+            "follow_all_instructions".into(),
+            Value::Bool(list.iter().all(|&b| b)),
+        );
         m.insert("follow_instruction_list".into(), Value::from(list.to_vec()));
-        m.insert("instruction_id_list".into(), Value::from(self.input.instruction_id_list.clone()));
+        m.insert(
+            "instruction_id_list".into(),
+            Value::from(self.input.instruction_id_list.clone()),
+        );
         m.insert("prompt".into(), Value::String(self.input.prompt.clone()));
         m.insert("response".into(), Value::String(self.response.clone()));
         dumps(&Value::Object(m))
@@ -104,8 +117,16 @@ impl Evaluated {
 /// Scores every prompt (in parallel, results in input order). A prompt without a response is
 /// an error, as in the official code, unless `skip_missing`; the second value counts those
 /// skipped.
-pub fn evaluate(prepared: Vec<Prepared>, responses: &HashMap<String, String>, skip_missing: bool) -> Result<(Vec<Evaluated>, usize)> {
-    let missing: Vec<i64> = prepared.iter().filter(|p| !responses.contains_key(&p.input.prompt)).map(|p| p.input.key).collect();
+pub fn evaluate(
+    prepared: Vec<Prepared>,
+    responses: &HashMap<String, String>,
+    skip_missing: bool,
+) -> Result<(Vec<Evaluated>, usize)> {
+    let missing: Vec<i64> = prepared
+        .iter()
+        .filter(|p| !responses.contains_key(&p.input.prompt))
+        .map(|p| p.input.key)
+        .collect();
     if !missing.is_empty() && !skip_missing {
         let shown: Vec<String> = missing.iter().take(10).map(|k| k.to_string()).collect();
         bail!(
@@ -132,8 +153,12 @@ pub fn evaluate(prepared: Vec<Prepared>, responses: &HashMap<String, String>, sk
 
 /// Writes `eval_results_strict.jsonl` and `eval_results_loose.jsonl` into `dir`.
 pub fn write_outputs(dir: &Path, evaluated: &[Evaluated]) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create output directory {}", dir.display()))?;
-    for (mode, name) in [(Mode::Strict, "eval_results_strict.jsonl"), (Mode::Loose, "eval_results_loose.jsonl")] {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+    for (mode, name) in [
+        (Mode::Strict, "eval_results_strict.jsonl"),
+        (Mode::Loose, "eval_results_loose.jsonl"),
+    ] {
         let path = dir.join(name);
         let mut text = String::new();
         for e in evaluated {

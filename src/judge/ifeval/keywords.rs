@@ -36,7 +36,11 @@ fn occurs_as_word(anchored: &Regex, text: &str) -> bool {
         .map(|(i, _)| i)
         .chain(std::iter::once(text.len()))
         .filter(|&i| boundary(i))
-        .any(|i| anchored.find(&text[i..]).is_some_and(|m| boundary(i + m.end())))
+        .any(|i| {
+            anchored
+                .find(&text[i..])
+                .is_some_and(|m| boundary(i + m.end()))
+        })
 }
 
 /// `keywords:letter_frequency`: occurrences of `letter` in the lower-cased response.
@@ -68,7 +72,10 @@ mod tests {
         assert!(all_present(&[ci("rock"), ci("ROLL")], "Rock and roll"));
         assert!(!all_present(&[ci("jazz")], "Rock and roll"));
         assert!(frequency(&ci("aa"), Relation::AtLeast, 2, "aaaa"));
-        assert!(!frequency(&ci("aa"), Relation::AtLeast, 3, "aaaa"), "findall does not overlap");
+        assert!(
+            !frequency(&ci("aa"), Relation::AtLeast, 3, "aaaa"),
+            "findall does not overlap"
+        );
         assert!(frequency(&ci("dog"), Relation::LessThan, 1, "cat"));
     }
 

@@ -89,7 +89,10 @@ fn parse_model(data: &str) -> Model {
     for (index, (name, n_words, grams)) in profiles.into_iter().enumerate() {
         m.langs.push(name);
         for (gram, count) in grams {
-            let probs = m.word_lang_prob.entry(gram.to_string()).or_insert_with(|| vec![0.0; size]);
+            let probs = m
+                .word_lang_prob
+                .entry(gram.to_string())
+                .or_insert_with(|| vec![0.0; size]);
             let len = gram.chars().count();
             if (1..=3).contains(&len) {
                 probs[index] = count / n_words[len - 1];
@@ -160,7 +163,10 @@ fn normalize_vi(text: &str, m: &Model) -> Vec<char> {
     let mut i = 0;
     while i < c.len() {
         if i + 1 < c.len() {
-            if let (Some(a), Some(d)) = (m.vi_chars.iter().position(|&x| x == c[i]), m.vi_marks.iter().position(|&x| x == c[i + 1])) {
+            if let (Some(a), Some(d)) = (
+                m.vi_chars.iter().position(|&x| x == c[i]),
+                m.vi_marks.iter().position(|&x| x == c[i + 1]),
+            ) {
                 out.push(m.vi_normalized[d][a]);
                 i += 2;
                 continue;
@@ -177,7 +183,8 @@ fn url_and_mail() -> &'static (Regex, Regex) {
     RE.get_or_init(|| {
         (
             Regex::new(r"https?://[-_.?&~;+=/#0-9A-Za-z]{1,2076}").expect("static regex"),
-            Regex::new(r"[-_.0-9A-Za-z]{1,64}@[-_0-9A-Za-z]{1,255}[-_.0-9A-Za-z]{1,255}").expect("static regex"),
+            Regex::new(r"[-_.0-9A-Za-z]{1,64}@[-_0-9A-Za-z]{1,255}[-_.0-9A-Za-z]{1,255}")
+                .expect("static regex"),
         )
     })
 }
@@ -201,7 +208,10 @@ fn prepare(text: &str, m: &Model) -> Vec<char> {
     // 'A'..='z' includes the six ASCII symbols between 'Z' and 'a', as in langdetect.
     let is_latin = |c: char| ('A'..='z').contains(&c);
     let latin = kept.iter().filter(|&&c| is_latin(c)).count();
-    let non_latin = kept.iter().filter(|&&c| !is_latin(c) && c >= '\u{0300}' && block(c) != Block::LatinExtendedAdditional).count();
+    let non_latin = kept
+        .iter()
+        .filter(|&&c| !is_latin(c) && c >= '\u{0300}' && block(c) != Block::LatinExtendedAdditional)
+        .count();
     if latin * 2 < non_latin {
         kept.retain(|&c| !is_latin(c));
     }
@@ -261,13 +271,19 @@ struct PyRandom {
 impl PyRandom {
     /// `random.seed(n)` for a non-negative integer below 2**32.
     fn new(seed: u32) -> PyRandom {
-        let mut r = PyRandom { mt: [0; 624], index: 624, gauss_next: None };
+        let mut r = PyRandom {
+            mt: [0; 624],
+            index: 624,
+            gauss_next: None,
+        };
         r.init_genrand(19650218);
         let key = [seed];
         let (mut i, mut j) = (1usize, 0usize);
         for _ in 0..624.max(key.len()) {
             let prev = r.mt[i - 1] ^ (r.mt[i - 1] >> 30);
-            r.mt[i] = (r.mt[i] ^ prev.wrapping_mul(1664525)).wrapping_add(key[j]).wrapping_add(j as u32);
+            r.mt[i] = (r.mt[i] ^ prev.wrapping_mul(1664525))
+                .wrapping_add(key[j])
+                .wrapping_add(j as u32);
             i += 1;
             j += 1;
             if i >= 624 {
@@ -294,7 +310,9 @@ impl PyRandom {
     fn init_genrand(&mut self, s: u32) {
         self.mt[0] = s;
         for i in 1..624 {
-            self.mt[i] = 1812433253u32.wrapping_mul(self.mt[i - 1] ^ (self.mt[i - 1] >> 30)).wrapping_add(i as u32);
+            self.mt[i] = 1812433253u32
+                .wrapping_mul(self.mt[i - 1] ^ (self.mt[i - 1] >> 30))
+                .wrapping_add(i as u32);
         }
         self.index = 624;
     }
@@ -390,9 +408,18 @@ pub fn detect(text: &str) -> Option<String> {
         }
     }
     // `_sort_probability`: a stable descending sort by probability, so ties keep profile order.
-    let mut ranked: Vec<(usize, f64)> = langprob.iter().copied().enumerate().filter(|&(_, p)| p > PROB_THRESHOLD).collect();
+    let mut ranked: Vec<(usize, f64)> = langprob
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|&(_, p)| p > PROB_THRESHOLD)
+        .collect();
     ranked.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
-    Some(ranked.first().map_or_else(|| "unknown".to_string(), |&(i, _)| m.langs[i].clone()))
+    Some(
+        ranked
+            .first()
+            .map_or_else(|| "unknown".to_string(), |&(i, _)| m.langs[i].clone()),
+    )
 }
 
 #[cfg(test)]
@@ -409,7 +436,10 @@ mod tests {
         assert_eq!(r.gauss(), 0.9417154046806644);
         // random.seed(0); [random.randrange(1000) for _ in range(3)]
         let mut r = PyRandom::new(0);
-        assert_eq!([r.below(1000), r.below(1000), r.below(1000)], [864, 394, 776]);
+        assert_eq!(
+            [r.below(1000), r.below(1000), r.below(1000)],
+            [864, 394, 776]
+        );
     }
 
     #[test]
@@ -422,9 +452,18 @@ mod tests {
 
     #[test]
     fn detects_like_seeded_langdetect() {
-        assert_eq!(detect("This is a simple English sentence about the weather today.").as_deref(), Some("en"));
-        assert_eq!(detect("Dies ist ein einfacher deutscher Satz über das Wetter.").as_deref(), Some("de"));
-        assert_eq!(detect("यह मौसम के बारे में एक सरल हिंदी वाक्य है।").as_deref(), Some("hi"));
+        assert_eq!(
+            detect("This is a simple English sentence about the weather today.").as_deref(),
+            Some("en")
+        );
+        assert_eq!(
+            detect("Dies ist ein einfacher deutscher Satz über das Wetter.").as_deref(),
+            Some("de")
+        );
+        assert_eq!(
+            detect("यह मौसम के बारे में एक सरल हिंदी वाक्य है।").as_deref(),
+            Some("hi")
+        );
         assert_eq!(detect("12345 !!! ..."), None);
     }
 }

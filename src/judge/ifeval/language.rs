@@ -5,8 +5,8 @@ use super::langdetect::detect;
 /// The 30 ISO 639-1 codes of `instructions_util.LANGUAGE_CODES`; the official
 /// `build_description` fails on any other.
 pub const LANGUAGE_CODES: [&str; 30] = [
-    "en", "es", "pt", "ar", "hi", "fr", "ru", "de", "ja", "it", "bn", "uk", "th", "ur", "ta",
-    "te", "bg", "ko", "pl", "he", "fa", "vi", "ne", "sw", "kn", "mr", "gu", "pa", "ml", "fi",
+    "en", "es", "pt", "ar", "hi", "fr", "ru", "de", "ja", "it", "bn", "uk", "th", "ur", "ta", "te",
+    "bg", "ko", "pl", "he", "fa", "vi", "ne", "sw", "kn", "mr", "gu", "pa", "ml", "fi",
 ];
 
 /// `langdetect.detect(response) == language`; undetectable text counts as followed.
@@ -20,8 +20,14 @@ mod tests {
 
     #[test]
     fn language_of_response() {
-        assert!(response_language("de", "Dies ist ein einfacher deutscher Satz über das Wetter."));
-        assert!(!response_language("en", "Dies ist ein einfacher deutscher Satz über das Wetter."));
+        assert!(response_language(
+            "de",
+            "Dies ist ein einfacher deutscher Satz über das Wetter."
+        ));
+        assert!(!response_language(
+            "en",
+            "Dies ist ein einfacher deutscher Satz über das Wetter."
+        ));
         assert!(response_language("ko", "!!!"));
     }
 }

@@ -21,7 +21,8 @@ pub fn words(relation: Relation, threshold: i64, response: &str) -> bool {
 pub fn paragraphs(expected: i64, response: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     // Python's `\s` in a `str` pattern also matches U+001C..U+001F.
-    let re = RE.get_or_init(|| Regex::new(r"[\s\x1c-\x1f]?\*\*\*[\s\x1c-\x1f]?").expect("static regex"));
+    let re =
+        RE.get_or_init(|| Regex::new(r"[\s\x1c-\x1f]?\*\*\*[\s\x1c-\x1f]?").expect("static regex"));
     let pieces: Vec<&str> = re.split(response).collect();
     let mut count = pieces.len() as i64;
     for (i, p) in pieces.iter().enumerate() {
@@ -40,7 +41,12 @@ pub fn paragraphs(expected: i64, response: &str) -> bool {
 /// number of non-blank ones must equal `num_paragraphs`, and paragraph `nth` (counted in the
 /// raw split, blanks included, as the official code indexes it) must start with `first_word`
 /// once leading quotes are dropped and the word is cut at the first punctuation mark.
-pub fn nth_paragraph_first_word(num_paragraphs: i64, nth: i64, first_word: &str, response: &str) -> bool {
+pub fn nth_paragraph_first_word(
+    num_paragraphs: i64,
+    nth: i64,
+    first_word: &str,
+    response: &str,
+) -> bool {
     let pieces: Vec<&str> = response.split("\n\n").collect();
     let count = pieces.iter().filter(|p| !py_strip(p).is_empty()).count() as i64;
     if nth > count || nth < 1 {
@@ -50,7 +56,10 @@ pub fn nth_paragraph_first_word(num_paragraphs: i64, nth: i64, first_word: &str,
     let Some(word) = py_split_whitespace(paragraph).next() else {
         return false;
     };
-    let word = word.trim_matches(is_py_space).trim_start_matches('\'').trim_start_matches('"');
+    let word = word
+        .trim_matches(is_py_space)
+        .trim_start_matches('\'')
+        .trim_start_matches('"');
     let mut found = String::new();
     for c in word.chars() {
         if matches!(c, '.' | ',' | '?' | '!' | '\'' | '"') {

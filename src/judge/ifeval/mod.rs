@@ -61,7 +61,9 @@ impl InputExample {
             .iter()
             .zip(&self.kwargs)
             .enumerate()
-            .map(|(i, (id, kw))| Instruction::parse(id, kw).with_context(|| format!("instruction {} ({id})", i + 1)))
+            .map(|(i, (id, kw))| {
+                Instruction::parse(id, kw).with_context(|| format!("instruction {} ({id})", i + 1))
+            })
             .collect()
     }
 }
@@ -80,7 +82,13 @@ pub enum Mode {
 /// The 8 variants of `test_instruction_following_loose`, in the official order.
 pub fn loose_variants(response: &str) -> [String; 8] {
     let lines: Vec<&str> = response.split('\n').collect();
-    let join = |from: usize, to: usize| if from < to { lines[from..to].join("\n") } else { String::new() };
+    let join = |from: usize, to: usize| {
+        if from < to {
+            lines[from..to].join("\n")
+        } else {
+            String::new()
+        }
+    };
     let n = lines.len();
     let remove_first = py_strip(&join(1, n)).to_string();
     let remove_last = py_strip(&join(0, n - 1)).to_string();
@@ -102,10 +110,16 @@ pub fn loose_variants(response: &str) -> [String; 8] {
 pub fn follow(instructions: &[Instruction], response: &str, mode: Mode) -> Vec<bool> {
     let passes = |ins: &Instruction, r: &str| !py_strip(r).is_empty() && ins.check(r);
     match mode {
-        Mode::Strict => instructions.iter().map(|ins| passes(ins, response)).collect(),
+        Mode::Strict => instructions
+            .iter()
+            .map(|ins| passes(ins, response))
+            .collect(),
         Mode::Loose => {
             let variants = loose_variants(response);
-            instructions.iter().map(|ins| variants.iter().any(|v| passes(ins, v))).collect()
+            instructions
+                .iter()
+                .map(|ins| variants.iter().any(|v| passes(ins, v)))
+                .collect()
         }
     }
 }
@@ -139,12 +153,19 @@ mod tests {
 
     #[test]
     fn strict_and_loose_differ_on_a_preamble() {
-        let ex = example(&["startend:quotation", "punctuation:no_comma"], json!([{}, {}]));
+        let ex = example(
+            &["startend:quotation", "punctuation:no_comma"],
+            json!([{}, {}]),
+        );
         let ins = ex.instructions().unwrap();
         let response = "Here you go:\n\"A quote without commas\"";
         assert_eq!(follow(&ins, response, Mode::Strict), [false, true]);
         assert_eq!(follow(&ins, response, Mode::Loose), [true, true]);
-        assert_eq!(follow(&ins, "  \n ", Mode::Loose), [false, false], "blank responses follow nothing");
+        assert_eq!(
+            follow(&ins, "  \n ", Mode::Loose),
+            [false, false],
+            "blank responses follow nothing"
+        );
     }
 
     #[test]

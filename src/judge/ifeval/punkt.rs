@@ -65,7 +65,8 @@ fn parse_params(data: &str) -> Params {
             }
             "[ortho_context]" => {
                 let (a, b) = line.split_once('\t').expect("ortho line has a tab");
-                p.ortho_context.insert(a.to_string(), b.parse().expect("ortho flag is an integer"));
+                p.ortho_context
+                    .insert(a.to_string(), b.parse().expect("ortho flag is an integer"));
             }
             _ => panic!("punkt_english.txt: line outside a section: {line:?}"),
         }
@@ -87,15 +88,48 @@ fn is_space(c: char) -> bool {
 fn is_non_word(c: char) -> bool {
     matches!(
         c,
-        ')' | '"' | ';' | '}' | ']' | '*' | ':' | '@' | '\'' | '(' | '{' | '['
-            | '\u{2018}' | '\u{2019}' | '\u{201c}' | '\u{201d}' | '\u{ab}' | '\u{bb}'
-            | '?' | '!'
+        ')' | '"'
+            | ';'
+            | '}'
+            | ']'
+            | '*'
+            | ':'
+            | '@'
+            | '\''
+            | '('
+            | '{'
+            | '['
+            | '\u{2018}'
+            | '\u{2019}'
+            | '\u{201c}'
+            | '\u{201d}'
+            | '\u{ab}'
+            | '\u{bb}'
+            | '?'
+            | '!'
     )
 }
 
 /// `_re_word_start` excludes these from starting a word token.
 fn cannot_start_word(c: char) -> bool {
-    matches!(c, '(' | '"' | '`' | '{' | '[' | ':' | ';' | '&' | '#' | '*' | '@' | ')' | '}' | ']' | '-' | ',')
+    matches!(
+        c,
+        '(' | '"'
+            | '`'
+            | '{'
+            | '['
+            | ':'
+            | ';'
+            | '&'
+            | '#'
+            | '*'
+            | '@'
+            | ')'
+            | '}'
+            | ']'
+            | '-'
+            | ','
+    )
 }
 
 /// `_re_multi_char_punct` = `(?:\-{2,}|\.{2,}|(?:\.\s){2,}\.)` matched at `i`: its length.
@@ -143,12 +177,20 @@ fn punkt_words(line: &[char]) -> Vec<String> {
             // \S+? up to the first position where a word end is in sight.
             let mut j = i + 1;
             loop {
-                if j >= line.len() || is_space(line[j]) || is_non_word(line[j]) || multi_char_punct(line, j).is_some() {
+                if j >= line.len()
+                    || is_space(line[j])
+                    || is_non_word(line[j])
+                    || multi_char_punct(line, j).is_some()
+                {
                     break;
                 }
                 if line[j] == ',' {
                     let k = j + 1;
-                    if k >= line.len() || is_space(line[k]) || is_non_word(line[k]) || multi_char_punct(line, k).is_some() {
+                    if k >= line.len()
+                        || is_space(line[k])
+                        || is_non_word(line[k])
+                        || multi_char_punct(line, k).is_some()
+                    {
                         break;
                     }
                 }
@@ -190,7 +232,9 @@ fn is_numeric_type(s: &str) -> bool {
     i += 1;
     // [\d,\.-]* then an optional final period: the class already contains '.', so the rest
     // must simply consist of class characters.
-    c[i..].iter().all(|&d| is_digit(d) || d == ',' || d == '.' || d == '-')
+    c[i..]
+        .iter()
+        .all(|&d| is_digit(d) || d == ',' || d == '.' || d == '-')
 }
 
 /// `\d`: a decimal digit (general category Nd), in the `regex` module as in Rust.
@@ -212,9 +256,20 @@ fn is_alpha_word_char(c: char) -> bool {
 impl Token {
     fn new(tok: String) -> Token {
         let low = lower(&tok);
-        let typ = if is_numeric_type(&low) { "##number##".to_string() } else { low };
+        let typ = if is_numeric_type(&low) {
+            "##number##".to_string()
+        } else {
+            low
+        };
         let period_final = tok.ends_with('.');
-        Token { tok, typ, period_final, sentbreak: false, abbr: false, ellipsis: false }
+        Token {
+            tok,
+            typ,
+            period_final,
+            sentbreak: false,
+            abbr: false,
+            ellipsis: false,
+        }
     }
 
     fn type_no_period(&self) -> &str {
@@ -283,7 +338,11 @@ fn ortho_heuristic(t: &Token, p: &Params) -> Ortho {
     if matches!(t.tok.as_str(), ";" | ":" | "," | "." | "!" | "?") {
         return Ortho::NotStarter;
     }
-    let oc = p.ortho_context.get(t.type_no_sentperiod()).copied().unwrap_or(0);
+    let oc = p
+        .ortho_context
+        .get(t.type_no_sentperiod())
+        .copied()
+        .unwrap_or(0);
     if t.first_upper() && oc & ORTHO_LC != 0 && oc & ORTHO_MID_UC == 0 {
         return Ortho::Starter;
     }
@@ -301,7 +360,9 @@ fn second_pass(t1: &mut Token, t2: &Token, p: &Params) {
     let typ = t1.type_no_period().to_string();
     let next_typ = t2.type_no_sentperiod();
     let initial = t1.is_initial();
-    if p.collocations.contains(&(typ.clone(), next_typ.to_string())) {
+    if p.collocations
+        .contains(&(typ.clone(), next_typ.to_string()))
+    {
         t1.sentbreak = false;
         t1.abbr = true;
         return;
@@ -373,7 +434,11 @@ fn period_contexts(s: &[char]) -> Vec<EndContext> {
         }
         let j = i + 1;
         if j < s.len() && is_non_word(s[j]) {
-            out.push(EndContext { start: i, after_tok: (j, j + 1), next_tok: None });
+            out.push(EndContext {
+                start: i,
+                after_tok: (j, j + 1),
+                next_tok: None,
+            });
             continue;
         }
         let mut k = j;
@@ -385,7 +450,11 @@ fn period_contexts(s: &[char]) -> Vec<EndContext> {
             while e < s.len() && !is_space(s[e]) {
                 e += 1;
             }
-            out.push(EndContext { start: i, after_tok: (j, e), next_tok: Some(k) });
+            out.push(EndContext {
+                start: i,
+                after_tok: (j, e),
+                next_tok: Some(k),
+            });
         }
     }
     out
@@ -393,7 +462,9 @@ fn period_contexts(s: &[char]) -> Vec<EndContext> {
 
 /// `_get_last_whitespace_index`: the last ASCII whitespace (`string.whitespace`), else 0.
 fn last_whitespace_index(s: &[char]) -> usize {
-    s.iter().rposition(|c| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c')).unwrap_or(0)
+    s.iter()
+        .rposition(|c| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c'))
+        .unwrap_or(0)
 }
 
 /// `_slices_from_text`: sentence spans before realignment.
@@ -408,17 +479,31 @@ fn slices_from_text(s: &[char], p: &Params) -> Vec<(usize, usize)> {
         let prev_stop = previous.map_or(0, |(_, sl)| sl.1);
         let prev_start = previous.map_or(0, |(_, sl)| sl.0);
         let ws = last_whitespace_index(&s[prev_stop..m.start]);
-        let word_start = if ws != 0 { ws + prev_stop + 1 } else { prev_start };
+        let word_start = if ws != 0 {
+            ws + prev_stop + 1
+        } else {
+            prev_start
+        };
         let word = (word_start, m.start);
         if let Some((pm, psl)) = previous {
             if psl.1 <= word.0 {
-                contexts.push((pm, collect(psl.0, psl.1) + &collect(pm.start, pm.start + 1) + &collect(pm.after_tok.0, pm.after_tok.1)));
+                contexts.push((
+                    pm,
+                    collect(psl.0, psl.1)
+                        + &collect(pm.start, pm.start + 1)
+                        + &collect(pm.after_tok.0, pm.after_tok.1),
+                ));
             }
         }
         previous = Some((m, word));
     }
     if let Some((pm, psl)) = previous {
-        contexts.push((pm, collect(psl.0, psl.1) + &collect(pm.start, pm.start + 1) + &collect(pm.after_tok.0, pm.after_tok.1)));
+        contexts.push((
+            pm,
+            collect(psl.0, psl.1)
+                + &collect(pm.start, pm.start + 1)
+                + &collect(pm.after_tok.0, pm.after_tok.1),
+        ));
     }
 
     let mut slices = Vec::new();
@@ -430,7 +515,10 @@ fn slices_from_text(s: &[char], p: &Params) -> Vec<(usize, usize)> {
         }
     }
     let text: String = s.iter().collect();
-    let rstripped = text.trim_end_matches(super::text::is_py_space).chars().count();
+    let rstripped = text
+        .trim_end_matches(super::text::is_py_space)
+        .chars()
+        .count();
     slices.push((last_break, rstripped));
     slices
 }
@@ -439,7 +527,21 @@ fn slices_from_text(s: &[char], p: &Params) -> Vec<(usize, usize)> {
 /// `["')\]}‘’“”«»]+?(?:\s+|(?=--)|$)` (MULTILINE). Returns (match length, length without
 /// trailing whitespace).
 fn boundary_realignment(s: &[char]) -> Option<(usize, usize)> {
-    let closer = |c: char| matches!(c, '"' | '\'' | ')' | ']' | '}' | '\u{2018}' | '\u{2019}' | '\u{201c}' | '\u{201d}' | '\u{ab}' | '\u{bb}');
+    let closer = |c: char| {
+        matches!(
+            c,
+            '"' | '\''
+                | ')'
+                | ']'
+                | '}'
+                | '\u{2018}'
+                | '\u{2019}'
+                | '\u{201c}'
+                | '\u{201d}'
+                | '\u{ab}'
+                | '\u{bb}'
+        )
+    };
     let mut k = 1;
     while k <= s.len() && closer(s[k - 1]) {
         if k < s.len() && is_space(s[k]) {
@@ -473,7 +575,11 @@ fn realign(s: &[char], slices: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
             }
             Some(&s2) => {
                 let start = s2.0.min(s2.1);
-                let m = if s2.0 < s2.1 { boundary_realignment(&s[start..s2.1]) } else { None };
+                let m = if s2.0 < s2.1 {
+                    boundary_realignment(&s[start..s2.1])
+                } else {
+                    None
+                };
                 match m {
                     Some((end, kept)) => {
                         out.push((s1.0, s2.0 + kept));
@@ -496,7 +602,10 @@ fn realign(s: &[char], slices: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
 pub fn sent_tokenize(text: &str) -> Vec<String> {
     let s: Vec<char> = text.chars().collect();
     let spans = realign(&s, slices_from_text(&s, english()));
-    spans.into_iter().map(|(a, b)| s[a..b].iter().collect()).collect()
+    spans
+        .into_iter()
+        .map(|(a, b)| s[a..b].iter().collect())
+        .collect()
 }
 
 /// `instructions_util.count_sentences`.
@@ -523,11 +632,19 @@ mod tests {
         // Outputs of nltk 3.10.4 `sent_tokenize`.
         assert_eq!(
             sent_tokenize("Hello Mr. Smith. How are you? I am fine... ok. The U.S. army is big."),
-            ["Hello Mr. Smith.", "How are you?", "I am fine... ok.", "The U.S. army is big."]
+            [
+                "Hello Mr. Smith.",
+                "How are you?",
+                "I am fine... ok.",
+                "The U.S. army is big."
+            ]
         );
         assert_eq!(sent_tokenize("(How does it deal with this parenthesis?)  \"It should be part of the previous sentence.\""),
             ["(How does it deal with this parenthesis?)", "\"It should be part of the previous sentence.\""]);
-        assert_eq!(sent_tokenize("Very bad acting!!! I promise."), ["Very bad acting!!!", "I promise."]);
+        assert_eq!(
+            sent_tokenize("Very bad acting!!! I promise."),
+            ["Very bad acting!!!", "I promise."]
+        );
         assert_eq!(count_sentences(""), 0);
         assert_eq!(count_sentences("  \n "), 0);
         assert_eq!(count_sentences("one\n\n* two. three"), 2);
@@ -536,7 +653,10 @@ mod tests {
     #[test]
     fn word_tokenizer_keeps_periods_and_splits_punctuation() {
         let w = |s: &str| punkt_words(&s.chars().collect::<Vec<_>>());
-        assert_eq!(w("Hello, (world)... a--b 3.5."), ["Hello", ",", "(", "world", ")", "...", "a", "--", "b", "3.5."]);
+        assert_eq!(
+            w("Hello, (world)... a--b 3.5."),
+            ["Hello", ",", "(", "world", ")", "...", "a", "--", "b", "3.5."]
+        );
         assert_eq!(w(". . . x"), [". . .", "x"]);
     }
 }

@@ -216,7 +216,9 @@ impl Parser<'_> {
         }
         // A fraction or exponent without digits is not part of the number; what follows is
         // then trailing data, which fails the whole document.
-        if self.b.get(self.i) == Some(&b'.') && self.b.get(self.i + 1).is_some_and(u8::is_ascii_digit) {
+        if self.b.get(self.i) == Some(&b'.')
+            && self.b.get(self.i + 1).is_some_and(u8::is_ascii_digit)
+        {
             self.i += 1;
             digits(self);
         }
@@ -242,19 +244,45 @@ mod tests {
     fn dumps_like_python() {
         let v = serde_json::json!({"b": [true, null, 3], "a": "é\n\"q\" 😀\u{1}\u{7f}"});
         // Python: json.dumps({"b": [True, None, 3], "a": "é\n\"q\" 😀\x01\x7f"})
-        assert_eq!(dumps(&v), r#"{"b": [true, null, 3], "a": "\u00e9\n\"q\" \ud83d\ude00\u0001\u007f"}"#);
+        assert_eq!(
+            dumps(&v),
+            r#"{"b": [true, null, 3], "a": "\u00e9\n\"q\" \ud83d\ude00\u0001\u007f"}"#
+        );
     }
 
     #[test]
     fn accepts_what_python_accepts() {
-        for ok in ["{}", "[]", "0", "-0.5e-3", "1E400", "\"\\ud800\"", "NaN", "[-Infinity, Infinity]", "{\"a\": {\"b\": [true, false, null]}}", " 1 "] {
+        for ok in [
+            "{}",
+            "[]",
+            "0",
+            "-0.5e-3",
+            "1E400",
+            "\"\\ud800\"",
+            "NaN",
+            "[-Infinity, Infinity]",
+            "{\"a\": {\"b\": [true, false, null]}}",
+            " 1 ",
+        ] {
             assert!(is_python_json(ok), "{ok}");
         }
     }
 
     #[test]
     fn rejects_what_python_rejects() {
-        for bad in ["", "{'a': 1}", "[1,]", "01", "1.", "\"a\nb\"", "{\"a\" 1}", "nan", "[1] x", "\"\\x\"", "-"] {
+        for bad in [
+            "",
+            "{'a': 1}",
+            "[1,]",
+            "01",
+            "1.",
+            "\"a\nb\"",
+            "{\"a\" 1}",
+            "nan",
+            "[1] x",
+            "\"\\x\"",
+            "-",
+        ] {
             assert!(!is_python_json(bad), "{bad}");
         }
     }

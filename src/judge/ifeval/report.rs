@@ -51,7 +51,10 @@ impl Report {
                 for (id, &ok) in e.input.instruction_id_list.iter().zip(list) {
                     r.instruction_level.add(ok);
                     let category = id.split(':').next().unwrap_or(id);
-                    r.by_category.entry(category.to_string()).or_default().add(ok);
+                    r.by_category
+                        .entry(category.to_string())
+                        .or_default()
+                        .add(ok);
                     r.by_instruction.entry(id.clone()).or_default().add(ok);
                 }
             }
@@ -59,7 +62,10 @@ impl Report {
         };
         Report {
             prompts: evaluated.len(),
-            instructions: evaluated.iter().map(|e| e.input.instruction_id_list.len()).sum(),
+            instructions: evaluated
+                .iter()
+                .map(|e| e.input.instruction_id_list.len())
+                .sum(),
             strict: mode_report(Mode::Strict),
             loose: mode_report(Mode::Loose),
         }
@@ -67,15 +73,49 @@ impl Report {
 
     /// A short table for people: the four headline numbers, then per id.
     pub fn table(&self) -> String {
-        let pct = |t: &Tally| if t.total == 0 { "-".to_string() } else { format!("{:.2}%", 100.0 * t.accuracy) };
+        let pct = |t: &Tally| {
+            if t.total == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.2}%", 100.0 * t.accuracy)
+            }
+        };
         let mut s = String::new();
-        let _ = writeln!(s, "IFEval: {} prompts, {} instructions", self.prompts, self.instructions);
+        let _ = writeln!(
+            s,
+            "IFEval: {} prompts, {} instructions",
+            self.prompts, self.instructions
+        );
         let _ = writeln!(s, "{:<46} {:>8} {:>8}", "", "strict", "loose");
-        let _ = writeln!(s, "{:<46} {:>8} {:>8}", "prompt-level", pct(&self.strict.prompt_level), pct(&self.loose.prompt_level));
-        let _ = writeln!(s, "{:<46} {:>8} {:>8}", "instruction-level", pct(&self.strict.instruction_level), pct(&self.loose.instruction_level));
+        let _ = writeln!(
+            s,
+            "{:<46} {:>8} {:>8}",
+            "prompt-level",
+            pct(&self.strict.prompt_level),
+            pct(&self.loose.prompt_level)
+        );
+        let _ = writeln!(
+            s,
+            "{:<46} {:>8} {:>8}",
+            "instruction-level",
+            pct(&self.strict.instruction_level),
+            pct(&self.loose.instruction_level)
+        );
         for (id, strict) in &self.strict.by_instruction {
-            let loose = self.loose.by_instruction.get(id).copied().unwrap_or_default();
-            let _ = writeln!(s, "  {:<44} {:>8} {:>8}  (n={})", id, pct(strict), pct(&loose), strict.total);
+            let loose = self
+                .loose
+                .by_instruction
+                .get(id)
+                .copied()
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "  {:<44} {:>8} {:>8}  (n={})",
+                id,
+                pct(strict),
+                pct(&loose),
+                strict.total
+            );
         }
         s
     }

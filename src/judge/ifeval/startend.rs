@@ -22,8 +22,14 @@ mod tests {
 
     #[test]
     fn end_phrase_ignores_case_quotes_and_whitespace() {
-        assert!(ends_with("Any other questions?", "Hi.\nany other QUESTIONS?\"\n"));
-        assert!(!ends_with("Any other questions?", "Any other questions? Bye."));
+        assert!(ends_with(
+            "Any other questions?",
+            "Hi.\nany other QUESTIONS?\"\n"
+        ));
+        assert!(!ends_with(
+            "Any other questions?",
+            "Any other questions? Bye."
+        ));
     }
 
     #[test]

@@ -94,7 +94,11 @@ mod tests {
     #[test]
     fn strip_matches_python_whitespace() {
         assert_eq!(py_strip("\u{1c} a b\u{a0}\n"), "a b");
-        assert_eq!(py_strip("\u{200b}x"), "\u{200b}x", "zero-width space is not whitespace in Python");
+        assert_eq!(
+            py_strip("\u{200b}x"),
+            "\u{200b}x",
+            "zero-width space is not whitespace in Python"
+        );
     }
 
     #[test]

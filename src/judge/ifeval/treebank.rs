@@ -16,7 +16,10 @@ use std::sync::OnceLock;
 struct Rule(Regex, &'static str);
 
 fn rule(pattern: &str, replacement: &'static str) -> Rule {
-    Rule(Regex::new(pattern).expect("static treebank regex"), replacement)
+    Rule(
+        Regex::new(pattern).expect("static treebank regex"),
+        replacement,
+    )
 }
 
 struct Rules {
@@ -37,9 +40,7 @@ fn rules() -> &'static Rules {
             rule(r"(``)", " $1 "),
             rule(r#"([ (\[{<])("|'{2})"#, "$1 `` "),
         ],
-        punctuation_mid: vec![
-            rule(r"([:,])([^\d])", " $1 $2"),
-        ],
+        punctuation_mid: vec![rule(r"([:,])([^\d])", " $1 $2")],
         punctuation_late: vec![
             rule(r"\.{2,}", " $0 "),
             rule(r"[;@#$%&]", " $0 "),
@@ -77,7 +78,9 @@ fn rules() -> &'static Rules {
 }
 
 fn apply(text: String, rules: &[Rule]) -> String {
-    rules.iter().fold(text, |t, Rule(re, rep)| re.replace_all(&t, *rep).into_owned())
+    rules.iter().fold(text, |t, Rule(re, rep)| {
+        re.replace_all(&t, *rep).into_owned()
+    })
 }
 
 /// Rust's `\w` equals the `regex` module's (UTS #18), which nltk >= 3.10 compiles with.
@@ -95,15 +98,23 @@ fn split_opening_single_quotes(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     for i in 0..c.len() {
         out.push(c[i]);
-        if c[i] != '\'' || (i > 0 && is_word(c[i - 1])) || !c.get(i + 1).is_some_and(|&n| is_word(n)) {
+        if c[i] != '\''
+            || (i > 0 && is_word(c[i - 1]))
+            || !c.get(i + 1).is_some_and(|&n| is_word(n))
+        {
             continue;
         }
-        let contraction = ["re", "ve", "ll", "m", "t", "s", "d", "n"].iter().any(|suffix| {
-            let n = suffix.len();
-            let follows = c.len() >= i + 1 + n
-                && c[i + 1..i + 1 + n].iter().zip(suffix.chars()).all(|(a, b)| a.to_lowercase().eq(std::iter::once(b)));
-            follows && !c.get(i + 1 + n).is_some_and(|&x| is_word(x))
-        });
+        let contraction = ["re", "ve", "ll", "m", "t", "s", "d", "n"]
+            .iter()
+            .any(|suffix| {
+                let n = suffix.len();
+                let follows = c.len() >= i + 1 + n
+                    && c[i + 1..i + 1 + n]
+                        .iter()
+                        .zip(suffix.chars())
+                        .all(|(a, b)| a.to_lowercase().eq(std::iter::once(b)));
+                follows && !c.get(i + 1 + n).is_some_and(|&x| is_word(x))
+            });
         if !contraction {
             out.push(' ');
         }
@@ -121,7 +132,12 @@ fn split_final_period(text: &str, closers: &[char], sep: &str) -> String {
         if c[p] == '.' || c[p + 1] != '.' {
             continue;
         }
-        let run_end = p + 2 + c[p + 2..].iter().take_while(|x| closers.contains(x)).count();
+        let run_end = p
+            + 2
+            + c[p + 2..]
+                .iter()
+                .take_while(|x| closers.contains(x))
+                .count();
         if c[run_end..].iter().all(|x| x.is_whitespace()) {
             let mut out: String = c[..=p].iter().collect();
             out.push_str(" .");
@@ -151,7 +167,11 @@ fn tokenize_sentence(sentence: &str) -> Vec<String> {
     let r = rules();
     let mut t = apply(sentence.to_string(), &r.starting_quotes);
     t = split_opening_single_quotes(&t);
-    t = split_final_period(&t, &[']', ')', '}', '>', '"', '\'', '»', '”', '’', ' '], " ");
+    t = split_final_period(
+        &t,
+        &[']', ')', '}', '>', '"', '\'', '»', '”', '’', ' '],
+        " ",
+    );
     t = apply(t, &r.punctuation_mid);
     t = split_final_colon_comma(&t);
     t = apply(t, &r.punctuation_late);
@@ -165,7 +185,10 @@ fn tokenize_sentence(sentence: &str) -> Vec<String> {
 
 /// `nltk.word_tokenize(text)` (English, sentence-split first).
 pub fn word_tokenize(text: &str) -> Vec<String> {
-    sent_tokenize(text).iter().flat_map(|s| tokenize_sentence(s)).collect()
+    sent_tokenize(text)
+        .iter()
+        .flat_map(|s| tokenize_sentence(s))
+        .collect()
 }
 
 #[cfg(test)]
@@ -177,14 +200,42 @@ mod tests {
         // Outputs of nltk 3.10.4 `word_tokenize`.
         assert_eq!(
             word_tokenize("HELLO world, I AM \"here\" -- do not e.g. COME-BACK. OK?"),
-            ["HELLO", "world", ",", "I", "AM", "``", "here", "''", "--", "do", "not", "e.g", ".", "COME-BACK", ".", "OK", "?"]
+            [
+                "HELLO",
+                "world",
+                ",",
+                "I",
+                "AM",
+                "``",
+                "here",
+                "''",
+                "--",
+                "do",
+                "not",
+                "e.g",
+                ".",
+                "COME-BACK",
+                ".",
+                "OK",
+                "?"
+            ]
         );
         assert_eq!(
             word_tokenize("I DON'T know 'bout them. They're 'great' (really): can't—won't!"),
-            ["I", "DO", "N'T", "know", "'", "bout", "them", ".", "They", "'re", "'", "great", "'", "(", "really", ")", ":", "ca", "n't", "—", "wo", "n't", "!"]
+            [
+                "I", "DO", "N'T", "know", "'", "bout", "them", ".", "They", "'re", "'", "great",
+                "'", "(", "really", ")", ":", "ca", "n't", "—", "wo", "n't", "!"
+            ]
         );
-        assert_eq!(word_tokenize("Good muffins cost $3.88\nin New York.  Please buy me\ntwo of them.\nThanks."),
-            ["Good", "muffins", "cost", "$", "3.88", "in", "New", "York", ".", "Please", "buy", "me", "two", "of", "them", ".", "Thanks", "."]);
+        assert_eq!(
+            word_tokenize(
+                "Good muffins cost $3.88\nin New York.  Please buy me\ntwo of them.\nThanks."
+            ),
+            [
+                "Good", "muffins", "cost", "$", "3.88", "in", "New", "York", ".", "Please", "buy",
+                "me", "two", "of", "them", ".", "Thanks", "."
+            ]
+        );
         assert!(word_tokenize("").is_empty());
     }
 }
