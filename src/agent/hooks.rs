@@ -187,6 +187,10 @@ fn run_with_timeout(
             .env("CLAUDE_PROJECT_DIR", dir)
             .env("HAT_HARNESS_DIR", dir);
     }
+    // Its own process group, so a timeout kills whatever the hook started too (a shell script's
+    // children would otherwise hold the output pipes open).
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return Ended::SpawnFailed(format!("cannot run {}: {e}", path.display())),
@@ -210,7 +214,7 @@ fn run_with_timeout(
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) if start.elapsed() >= timeout => {
-                let _ = child.kill();
+                kill_group(&mut child);
                 let _ = child.wait();
                 break None;
             }
@@ -231,6 +235,21 @@ fn run_with_timeout(
             stderr,
         },
     }
+}
+
+/// Kill a hook and everything in its process group.
+fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    {
+        // `kill -KILL -- -PGID` (the group id is the child's pid); spawned directly, no shell involved.
+        let group = format!("-{}", child.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    let _ = child.kill();
 }
 
 fn read_all(r: &mut impl Read) -> String {
