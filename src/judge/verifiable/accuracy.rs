@@ -30,7 +30,7 @@ pub fn score(ep: &Episode) -> Dimension {
         Dimension::new(
             value,
             format!(
-                "all {} numbers grounded in tool results or the viewer's message",
+                "all {} numbers grounded in tool results, the viewer's words or the prompt",
                 claimed.len()
             ),
         )

@@ -25,13 +25,21 @@ pub struct Call {
 }
 
 impl Call {
-    /// Whether the result is a failure the assistant had to handle: no answer, an `error` object, text
-    /// that is not JSON (a truncated or HTML body), or an empty object.
+    /// Whether the result is a failure the assistant had to handle: no answer, an `error` object, an
+    /// empty object, JSON cut off mid-document, or an HTML error page. Plain text (a skill body) is an
+    /// answer.
     pub fn failed(&self) -> bool {
         let Some(text) = &self.result else {
             return true;
         };
-        match serde_json::from_str::<Value>(text) {
+        let t = text.trim_start();
+        if t.is_empty() || t.starts_with('<') {
+            return true;
+        }
+        if !t.starts_with('{') && !t.starts_with('[') {
+            return false;
+        }
+        match serde_json::from_str::<Value>(t) {
             Ok(Value::Object(map)) => map.is_empty() || map.contains_key("error"),
             Ok(_) => false,
             Err(_) => true,
