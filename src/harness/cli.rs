@@ -29,7 +29,11 @@ pub enum HarnessCommand {
     /// Print the system prompt the harness renders for a live-room context.
     ///
     /// Blocks are rendered in prompts/pipeline.toml order. Without --context, a live room with no
-    /// product on screen and no extra rules is used.
+    /// product on screen and no extra rules is used. Like tools and hash, exits 2 with the list of
+    /// structural problems if the harness does not load.
+    ///
+    /// Example: hat harness render harness-samples/taolive --context
+    /// testdata/harness/taolive-context.json --blocks
     Render {
         /// Harness directory (containing harness.toml).
         dir: PathBuf,
