@@ -1,14 +1,29 @@
 # HAT toolkit — the pipeline on the embedded default, the tests, the benchmarks.
-#   make run     set up and run what the toolkit does on the sample harness (the main job)
+#   make run     set up and run the pipeline as far as it exists today (the main job)
 #   make test    the test suite (what CI runs)
 #   make bench   benchmarks that print figures
+#
+# The pipeline, stage by stage (each a Unix tool over JSONL; outputs under $(OUT)/):
+#   1. validate the sample harness and write held-out harness variants (eval pool)
+#   2. generate viewer tasks (train/dev splits) from the seeded catalog
+#   3. teacher rollouts (oracle) under the original harness, with injected tool faults
+#   4. HSA: rewrite the teacher trajectories consistently with augmented harness variants
+#   5. score everything with the verifiable judge and report by intent and variant
+#   6. train the embedded default model's tokenizer on the rendered trajectories + general text
+#   (SFT, OPD, RL and serving stages join here as their tools land.)
 SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
 CARGO ?= cargo
 HARNESS ?= harness-samples/taolive
 OUT ?= out
-HAT := target/release/hat
+SEED ?= 1
+TRAIN_TASKS ?= 1000
+DEV_TASKS ?= 200
+FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
+BIN := target/release
+HAT := $(BIN)/hat
 
-.PHONY: run build test bench fixtures clean-out
+.PHONY: run build test bench clean-out
 
 build:
 	$(CARGO) build --release --bins
@@ -16,15 +31,25 @@ build:
 run: build
 	@mkdir -p $(OUT)
 	$(HAT) harness validate $(HARNESS)
-	$(HAT) harness hash $(HARNESS)
 	$(HAT) harness render $(HARNESS) > $(OUT)/system_prompt.txt
-	@echo "rendered system prompt: $(OUT)/system_prompt.txt ($$(wc -c < $(OUT)/system_prompt.txt) bytes)"
+	rm -rf $(OUT)/heldout-variants
+	$(BIN)/hsa-augment --harness $(HARNESS) --out $(OUT)/heldout-variants --n 8 --pool eval --seed $(SEED)
+	$(HAT) sim tasks --n $(TRAIN_TASKS) --split train --seed $(SEED) -o $(OUT)/tasks.train.jsonl
+	$(HAT) sim tasks --n $(DEV_TASKS) --split dev --seed $(SEED) -o $(OUT)/tasks.dev.jsonl
+	$(HAT) sim rollout --harness $(HARNESS) --tasks $(OUT)/tasks.train.jsonl --faults $(FAULTS) -o $(OUT)/teacher.jsonl
+	$(BIN)/hsa-augment --harness $(HARNESS) -i $(OUT)/teacher.jsonl -o $(OUT)/teacher.hsa.jsonl --n 2 --seed $(SEED) \
+		--on-error skip --rejects $(OUT)/teacher.hsa.rejects.jsonl
+	$(BIN)/judge score -i $(OUT)/teacher.hsa.jsonl -o $(OUT)/teacher.hsa.scored.jsonl
+	$(BIN)/judge report -i $(OUT)/teacher.hsa.scored.jsonl > $(OUT)/teacher.report.md
+	$(HAT) tokenizer train --records $(OUT)/teacher.hsa.jsonl --harness $(HARNESS) \
+		--text testdata/ifeval/input_data.jsonl --vocab-size 4096 --out $(OUT)/tokenizer
+	@echo "pipeline outputs in $(OUT)/: system_prompt.txt heldout-variants/ teacher*.jsonl teacher.report.md tokenizer/"
 
 test:
 	$(CARGO) test
 
 bench:
-	$(CARGO) bench --bench jsonl
+	$(CARGO) bench --benches
 
 clean-out:
 	rm -rf $(OUT)
