@@ -258,7 +258,7 @@ mod tests {
             Some(120)
         );
         assert_eq!(
-            limit_in_prompt("Reply in at most 300 characters; never more than 80 chars when busy"),
+            limit_in_prompt("Reply in at most 300 characters; no more than 80 chars when busy"),
             Some(80)
         );
         assert_eq!(limit_in_prompt("回复不超过60字"), Some(60));
