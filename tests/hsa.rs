@@ -568,3 +568,132 @@ fn records_that_do_not_fit_the_harness_are_rejected_with_the_reason() {
     let e = aug.augment(&records[0], 1).unwrap_err();
     assert!(e.0.contains("taolive"), "{e}");
 }
+
+#[test]
+fn cli_writes_valid_variant_dirs_and_rewrites_a_stream() {
+    let exe = env!("CARGO_BIN_EXE_hsa-augment");
+    let dir = tempfile::tempdir().unwrap();
+    let taolive = root().join("harness-samples/taolive");
+    let out = dir.path().join("variants");
+    let status = std::process::Command::new(exe)
+        .args([
+            "--harness",
+            taolive.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--n",
+            "3",
+            "--seed",
+            "5",
+            "--pool",
+            "eval",
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for i in 0..3 {
+        let d = out.join(format!("variant-{i:03}"));
+        assert!(hat::harness::check_dir(&d).is_empty(), "{}", d.display());
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join(".hsa-manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(manifest["pool"], "eval");
+        assert_eq!(manifest["hash"], Harness::load(&d).unwrap().hash());
+    }
+    assert_eq!(
+        std::fs::read_to_string(out.join("variants.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        3
+    );
+
+    // Stream mode: one good record, one calling a tool the harness lacks (rejected with the reason).
+    let catalog = Catalog::generate(7, 40);
+    let base = sample("taolive");
+    let records = rollouts(
+        &base,
+        Names::default(),
+        &dev_tasks(&catalog, 6, Some("product_qa=1")),
+        &catalog,
+    );
+    let good = records
+        .iter()
+        .find(|r| r.messages.iter().any(|m| !m.tool_calls.is_empty()))
+        .unwrap();
+    let mut bad = good.clone();
+    bad.id = "bad".into();
+    bad.messages
+        .iter_mut()
+        .find(|m| !m.tool_calls.is_empty())
+        .unwrap()
+        .tool_calls[0]
+        .function
+        .name = "ghost_tool".into();
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(
+        &input,
+        format!(
+            "{}\n{}\n",
+            serde_json::to_string(good).unwrap(),
+            serde_json::to_string(&bad).unwrap()
+        ),
+    )
+    .unwrap();
+    let output = dir.path().join("out.jsonl");
+    let rejects = dir.path().join("rejects.jsonl");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--harness",
+            taolive.to_str().unwrap(),
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+            "--n",
+            "2",
+            "--seed",
+            "3",
+        ];
+        args.extend_from_slice(extra);
+        std::process::Command::new(exe)
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    let failed = run(&[]);
+    assert!(!failed.status.success());
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("ghost_tool"));
+    let ok = run(&["--on-error", "skip", "--rejects", rejects.to_str().unwrap()]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let first = std::fs::read_to_string(&output).unwrap();
+    let ids: Vec<String> = first
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        [format!("{}#hsa0", good.id), format!("{}#hsa1", good.id)]
+    );
+    let reasons = std::fs::read_to_string(dir.path().join("rejects.jsonl.reasons.jsonl")).unwrap();
+    assert!(reasons.contains("ghost_tool"), "{reasons}");
+    // Same seed, same bytes.
+    std::fs::remove_file(&output).unwrap();
+    std::fs::remove_file(&rejects).ok();
+    std::fs::remove_file(dir.path().join("rejects.jsonl.reasons.jsonl")).ok();
+    assert!(
+        run(&["--on-error", "skip", "--rejects", rejects.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert_eq!(std::fs::read_to_string(&output).unwrap(), first);
+}

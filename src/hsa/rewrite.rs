@@ -176,6 +176,9 @@ fn load_tool(h: &Harness) -> Option<String> {
 /// A pool variant made ready for rewriting records.
 struct Prepared {
     variant: Variant,
+    /// The variant's content hash and `harness.variant`, computed once (hashing per record is costly).
+    hash: String,
+    record_variant: crate::record::Variant,
     /// Base identifier → variant identifier, tools and skills together.
     rename: HashMap<String, String>,
     tools: HashMap<String, Tool>,
@@ -273,6 +276,8 @@ impl Prepared {
             feedback,
             hooks,
             guard_terms,
+            hash: variant.harness.hash(),
+            record_variant: variant.record_variant(),
             variant,
         })
     }
@@ -459,7 +464,7 @@ impl Augmenter {
     /// reply-length check.
     fn match_feedback(&self, m: &Message) -> Option<(String, Vec<String>, bool)> {
         let text = m.text_content();
-        let tool_text = (m.role == Role::Tool)
+        let tool_text = (m.role == Role::Tool && text.starts_with("{\"error\""))
             .then(|| serde_json::from_str::<Value>(&text).ok())
             .flatten()
             .and_then(|v| {
@@ -540,15 +545,23 @@ impl Augmenter {
         p: &Prepared,
         k: usize,
     ) -> Result<Trajectory, Rejection> {
-        let mut out = r.clone();
-        out.id = format!("{}#hsa{k}", r.id);
+        let mut out = Trajectory {
+            id: format!("{}#hsa{k}", r.id),
+            task: r.task.clone(),
+            harness: None,
+            tools: Vec::new(),
+            messages: r.messages.clone(),
+            scores: r.scores.clone(),
+            meta: r.meta.clone(),
+            extra: r.extra.clone(),
+        };
         let mut href = r.harness.clone().unwrap_or_else(|| HarnessRef {
             name: self.base.harness.name().to_string(),
             version: self.base.harness.version().to_string(),
             ..HarnessRef::default()
         });
-        href.hash = p.variant.harness.hash();
-        href.variant = Some(p.variant.record_variant());
+        href.hash = p.hash.clone();
+        href.variant = Some(p.record_variant.clone());
         href.names = compose(&href.names, &p.variant.names);
         out.harness = Some(href);
         out.tools = r

@@ -23,6 +23,10 @@ pub fn rename_idents<'a>(text: &'a str, map: &HashMap<String, String>) -> Cow<'a
     if map.is_empty() {
         return Cow::Borrowed(text);
     }
+    // Most runs are not keys: skip hashing runs whose length no key has.
+    let (shortest, longest) = map.keys().fold((usize::MAX, 0), |(lo, hi), k| {
+        (lo.min(k.len()), hi.max(k.len()))
+    });
     let mut out: Option<String> = None;
     let mut last = 0;
     let mut start = None;
@@ -33,7 +37,11 @@ pub fn rename_idents<'a>(text: &'a str, map: &HashMap<String, String>) -> Cow<'a
         match (is_ident_char(c), start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
-                if let Some(new) = map.get(&text[s..i]) {
+                if let Some(new) = (shortest..=longest)
+                    .contains(&(i - s))
+                    .then(|| map.get(&text[s..i]))
+                    .flatten()
+                {
                     let o = out.get_or_insert_with(|| String::with_capacity(text.len() + 16));
                     o.push_str(&text[last..s]);
                     o.push_str(new);
