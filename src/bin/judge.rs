@@ -52,7 +52,7 @@ enum Command {
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:\n  \
 judge ifeval --input input_data.jsonl --responses responses.jsonl --output-dir results/\n  \
-judge ifeval --input input_data.jsonl --responses - --skip-missing < partial.jsonl | jq .strict.prompt_level\n\n\
+judge ifeval --input input_data.jsonl --responses - --skip-missing < partial.jsonl | jq .report.strict.prompt_level\n\n\
 EXIT STATUS: 0 when scored, 2 on an error (bad line, unknown instruction id, missing response).")]
 struct IfevalArgs {
     /// The prompts: IFEval's input_data.jsonl (`key`, `prompt`, `instruction_id_list`,
@@ -66,7 +66,7 @@ struct IfevalArgs {
     /// Write eval_results_strict.jsonl, eval_results_loose.jsonl and summary.json here.
     #[arg(long, value_name = "DIR")]
     output_dir: Option<PathBuf>,
-    /// Score the prompts that have a response instead of failing on the first one without.
+    /// Score the prompts that have a response instead of failing when some prompt has none.
     /// The accuracies are then over the scored prompts only (the summary says how many).
     #[arg(long)]
     skip_missing: bool,
@@ -75,7 +75,7 @@ struct IfevalArgs {
     #[arg(long, value_enum, default_value_t = OnError::Fail)]
     on_error: OnError,
     /// With --on-error skip: copy bad response lines here (reasons in FILE.reasons.jsonl).
-    #[arg(long, value_name = "FILE", requires = "on_error")]
+    #[arg(long, value_name = "FILE")]
     rejects: Option<PathBuf>,
 }
 

@@ -86,17 +86,17 @@ impl Report {
             "IFEval: {} prompts, {} instructions",
             self.prompts, self.instructions
         );
-        let _ = writeln!(s, "{:<46} {:>8} {:>8}", "", "strict", "loose");
+        let _ = writeln!(s, "{:<48} {:>8} {:>8}", "", "strict", "loose");
         let _ = writeln!(
             s,
-            "{:<46} {:>8} {:>8}",
+            "{:<48} {:>8} {:>8}",
             "prompt-level",
             pct(&self.strict.prompt_level),
             pct(&self.loose.prompt_level)
         );
         let _ = writeln!(
             s,
-            "{:<46} {:>8} {:>8}",
+            "{:<48} {:>8} {:>8}",
             "instruction-level",
             pct(&self.strict.instruction_level),
             pct(&self.loose.instruction_level)
@@ -110,7 +110,7 @@ impl Report {
                 .unwrap_or_default();
             let _ = writeln!(
                 s,
-                "  {:<44} {:>8} {:>8}  (n={})",
+                "  {:<46} {:>8} {:>8}  (n={})",
                 id,
                 pct(strict),
                 pct(&loose),
