@@ -334,6 +334,31 @@ fn malformed_tool_calls_become_tool_errors() {
 }
 
 #[test]
+fn text_form_tool_calls_are_parsed_or_fed_back() {
+    let h = Harness::load(sample("taolive")).unwrap();
+    let t = episode(
+        &h,
+        vec![
+            reply("<tool_call>\n{\"name\": \"get_room_state\", \"arguments\": {}}\n</tool_call>"),
+            reply(
+                "<tool_call>\n{\"name\": \"get_room_state\", \"arguments\": {oops}\n</tool_call>",
+            ),
+            reply("好的"),
+        ],
+    );
+    assert_eq!(t.messages.iter().flat_map(|m| &m.tool_calls).count(), 1);
+    assert!(tool_results(&t)[0].contains("queue"));
+    let fb = &t.messages[t.messages.len() - 2];
+    assert!(
+        fb.role == Role::User && fb.text_content().starts_with("[tool-call error]"),
+        "{:?}",
+        fb
+    );
+    assert_eq!(t.meta["malformed_calls"], 1);
+    assert_eq!(t.meta["stop_reason"], "reply");
+}
+
+#[test]
 fn stop_hooks_retry_with_feedback_then_accept_or_block() {
     let h = Harness::load(sample("taolive")).unwrap();
     let long = "好".repeat(130);

@@ -11,10 +11,13 @@ use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 
 use super::hooks::{self, Decision, Hooks, Kind};
+use crate::chat::{parse_assistant_output, ToolCallFormat as TextFormat};
 use crate::harness::hooks::{BuiltinCheck, FeedbackRole, HookEvent};
 use crate::harness::{Harness, LiveContext, OnFail, SkillsMode};
 use crate::policy::{Conversation, Policy};
-use crate::record::{Content, HarnessRef, Message, Names, Role, Tool, ToolCall, Trajectory};
+use crate::record::{
+    Content, FunctionCall, HarnessRef, Message, Names, Role, Tool, ToolCall, Trajectory,
+};
 use crate::sim::catalog::Catalog;
 use crate::sim::context::live_context;
 use crate::sim::faults::FaultPlan;
@@ -25,6 +28,9 @@ use crate::sim::tasks::Room;
 /// Command-hook blocks of a reply that may send the policy back before the reply is refused (built-in
 /// hooks carry their own `max_retries`); Claude Code's `stop_hook_active` guards the same loop.
 const MAX_COMMAND_STOP_RETRIES: u32 = 2;
+
+/// Where a text-form tool call starts, in both formats the harness may name (hermes and qwen3_xml).
+const TOOL_CALL_OPEN: &str = "<tool_call>";
 
 /// A harness made ready to run episodes: tools, schemas, compiled hooks and the record's harness ref.
 #[derive(Debug, Clone)]
@@ -186,6 +192,19 @@ impl Agent {
             };
             turn.rounds += 1;
             msg.role = Role::Assistant;
+            // A policy that writes tool calls as text (a local model, an endpoint without a tool
+            // parser) gets them parsed in the harness's format; a malformed one is fed back.
+            if msg.tool_calls.is_empty() && msg.text_content().contains(TOOL_CALL_OPEN) {
+                if let Err(problem) = self.parse_text_calls(&mut msg, turn.rounds) {
+                    turn.malformed_calls += 1;
+                    messages.push(msg);
+                    messages.push(Message::text(
+                        Role::User,
+                        format!("[tool-call error] {problem}"),
+                    ));
+                    continue;
+                }
+            }
             if !msg.tool_calls.is_empty() {
                 for (i, c) in msg.tool_calls.iter_mut().enumerate() {
                     if c.id.is_empty() {
@@ -258,6 +277,40 @@ impl Agent {
             meta,
             extra: record.extra.clone(),
         })
+    }
+
+    /// Replace text-form tool calls in `msg` by structured ones; the error is feedback for the model.
+    fn parse_text_calls(&self, msg: &mut Message, round: u64) -> std::result::Result<(), String> {
+        let format = match self.harness.manifest().model.tool_call_format {
+            crate::harness::ToolCallFormat::HermesJson => TextFormat::Hermes,
+            crate::harness::ToolCallFormat::Qwen3Xml => TextFormat::Qwen3Xml,
+        };
+        let tools: Vec<Value> = self
+            .tools
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .collect();
+        let out = parse_assistant_output(&msg.text_content(), format, Some(&tools))
+            .map_err(|e| e.message)?;
+        msg.content = Some(Content::Text(out.content));
+        if msg.reasoning_content.is_none() {
+            msg.reasoning_content = out.reasoning;
+        }
+        msg.tool_calls = out
+            .tool_calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| ToolCall {
+                id: format!("call_{}_{i}", round),
+                kind: "function".into(),
+                function: FunctionCall {
+                    name: c.name,
+                    arguments: Value::Object(c.arguments).to_string(),
+                },
+                extra: Map::new(),
+            })
+            .collect();
+        Ok(())
     }
 
     /// UserPromptSubmit hooks on the viewer's last message: fix (mask) it, or block the turn.
