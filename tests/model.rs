@@ -465,3 +465,20 @@ fn preset_parameter_counts() {
         assert_eq!(n, c.total + c.mtp, "{name}");
     }
 }
+
+#[test]
+fn inspection_summarises_and_computes_logits() {
+    let dir = fixture("qwen3_5_moe");
+    let info = hat::model::inspect::info(&dir).unwrap();
+    assert_eq!(info["arch"], "qwen3_5_moe");
+    assert_eq!(info["expert_layout"], "fused");
+    assert_eq!(info["has_mtp"], true);
+    assert_eq!(info["linear_attention_layers"], 3);
+    let r = references(&dir);
+    let ids = &id_rows(&r["ids_short"])[0];
+    let logits = hat::model::inspect::logits(&dir, ids).unwrap();
+    let flat: Vec<f32> = logits.concat();
+    let v = r["logits_short"].shape[2];
+    assert!(max_abs_diff(&flat, &r["logits_short"].values[..ids.len() * v]) < 1e-4);
+    assert!(hat::model::inspect::logits(&dir, &[100_000]).is_err());
+}

@@ -11,6 +11,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod decoder;
 pub mod gated_deltanet;
+pub mod inspect;
 pub mod moe;
 pub mod mtp;
 pub mod norm;
