@@ -380,7 +380,7 @@ impl Scores {
 mod tests {
     use super::*;
 
-    const RECORD: &str = r#"{"id":"t1","task":{"intent":"product_qa","room":{"product":"p1"},"viewer":{"name":"小王"},"expected":{"skill":"product-qa","tool_calls":[{"tool":"check_inventory","args":{"product_id":"p1"}}],"facts":["¥199"],"x_gt":1},"task_extra":true},"harness":{"name":"taolive","version":"1.0.0","hash":"sha256:00","variant":{"seed":7,"ops":[{"op":"rename_tool"}]},"names":{"tools":{"check_inventory":"stock_lookup"}},"h_extra":[1,2]},"tools":[{"type":"function","function":{"name":"stock_lookup","description":"库存","parameters":{"type":"object","properties":{}},"strict":true}}],"messages":[{"role":"system","content":"你好"},{"role":"user","content":[{"type":"text","text":"有货吗"}]},{"role":"assistant","content":null,"reasoning_content":"think","tool_calls":[{"id":"c1","type":"function","function":{"name":"stock_lookup","arguments":"{\"product_id\": \"p1\"}"}}],"m_extra":"keep"},{"role":"tool","tool_call_id":"c1","content":"{\"stock\": 3}"}],"scores":{"accuracy":1.0,"judge":"verifiable","custom":0.5},"meta":{"source":"sim","latency_ms":12},"top_extra":{"a":[1,{"b":null}]}}"#;
+    const RECORD: &str = r#"{"id":"t1","task":{"intent":"product_qa","room":{"product":"p1"},"viewer":{"name":"小王"},"expected":{"skill":"product-qa","tool_calls":[{"tool":"check_inventory","args":{"product_id":"p1"}}],"facts":["¥199"],"x_gt":1},"task_extra":true},"harness":{"name":"taolive","version":"1.0.0","hash":"sha256:00","variant":{"seed":7,"ops":[{"op":"rename_tool"}]},"names":{"tools":{"check_inventory":"stock_lookup"}},"h_extra":[1,2]},"tools":[{"type":"function","function":{"name":"stock_lookup","description":"库存","parameters":{"type":"object","properties":{}},"strict":true}}],"messages":[{"role":"system","content":"你好"},{"role":"user","content":[{"type":"text","text":"有货吗"}]},{"role":"assistant","reasoning_content":"think","tool_calls":[{"id":"c1","type":"function","function":{"name":"stock_lookup","arguments":"{\"product_id\": \"p1\"}"}}],"m_extra":"keep"},{"role":"tool","tool_call_id":"c1","content":"{\"stock\": 3}"}],"scores":{"accuracy":1.0,"judge":"verifiable","custom":0.5},"meta":{"source":"sim","latency_ms":12},"top_extra":{"a":[1,{"b":null}]}}"#;
 
     #[test]
     fn unknown_fields_survive_a_round_trip() {
@@ -390,6 +390,10 @@ mod tests {
         assert_eq!(back, orig);
         assert_eq!(rec.extra["top_extra"]["a"][1]["b"], Value::Null);
         assert_eq!(rec.messages[2].extra["m_extra"], "keep");
+        // OpenAI's `content: null` on a tool-call turn reads as no content (and is written without it).
+        let null_content: Message =
+            serde_json::from_str(r#"{"role":"assistant","content":null}"#).unwrap();
+        assert_eq!(null_content.content, None);
     }
 
     #[test]
