@@ -133,7 +133,10 @@ fn add_records(corpus: &mut Vec<String>, path: &Path, template: &ChatTemplate) -
     let records: Records<Value> = Records::new(LineReader::open(&name)?, OnError::Fail);
     for record in records {
         let mut record = record?;
-        let mut messages = record.get_mut("messages").map(Value::take).unwrap_or(Value::Array(vec![]));
+        let mut messages = record
+            .get_mut("messages")
+            .map(Value::take)
+            .unwrap_or(Value::Array(vec![]));
         // OpenAI sends `content: null` (or nothing) on tool-call turns; Qwen templates need a string.
         for message in messages.as_array_mut().into_iter().flatten() {
             if message.get("content").is_none_or(Value::is_null) {

@@ -1,13 +1,13 @@
 //! Judges: scorers that turn model outputs into verdicts and reports.
 
-pub mod ifeval;
-pub mod verifiable;
-pub mod stats;
+pub mod calibrate;
+pub mod commands;
 pub mod compare;
+pub mod endpoint;
+pub mod ifeval;
+pub mod llm;
 pub mod metric;
 pub mod report;
 pub mod rubric;
-pub mod calibrate;
-pub mod endpoint;
-pub mod llm;
-pub mod commands;
+pub mod stats;
+pub mod verifiable;
