@@ -36,6 +36,26 @@ pub struct Trajectory {
     pub extra: Extra,
 }
 
+impl Trajectory {
+    /// The canonical → surface name map of the harness this episode ran under (identity when absent).
+    pub fn names(&self) -> Names {
+        self.harness
+            .as_ref()
+            .map(|h| h.names.clone())
+            .unwrap_or_default()
+    }
+
+    /// The messages of the turn being scored: from `meta.turn_start` (0 when absent) to the end.
+    pub fn current_turn(&self) -> &[Message] {
+        let start = self
+            .meta
+            .get("turn_start")
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as usize;
+        self.messages.get(start..).unwrap_or(&[])
+    }
+}
+
 /// The eight intents of the live-room traffic mix (DESIGN §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -27,17 +27,8 @@ pub fn check(traj: &Trajectory) -> Verdict {
             failures: vec!["no task.expected to check against".into()],
         };
     };
-    let names = traj
-        .harness
-        .as_ref()
-        .map(|h| h.names.clone())
-        .unwrap_or_default();
-    let start = traj
-        .meta
-        .get("turn_start")
-        .and_then(Value::as_u64)
-        .unwrap_or(0) as usize;
-    let turn = traj.messages.get(start..).unwrap_or(&[]);
+    let names = traj.names();
+    let turn = traj.current_turn();
     let calls: Vec<(String, Value)> = turn
         .iter()
         .filter(|m| m.role == Role::Assistant)

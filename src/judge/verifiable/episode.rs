@@ -88,17 +88,8 @@ impl<'a> Episode<'a> {
     /// Read the turn that starts at `meta.turn_start` (0 when absent: the whole conversation).
     pub fn read(traj: &'a Trajectory) -> Episode<'a> {
         let expected = traj.task.as_ref().and_then(|t| t.expected.as_ref());
-        let names = traj
-            .harness
-            .as_ref()
-            .map(|h| h.names.clone())
-            .unwrap_or_default();
-        let start = traj
-            .meta
-            .get("turn_start")
-            .and_then(Value::as_u64)
-            .unwrap_or(0) as usize;
-        let turn = traj.messages.get(start..).unwrap_or(&[]);
+        let names = traj.names();
+        let turn = traj.current_turn();
         let offered: Vec<&str> = traj
             .tools
             .iter()
