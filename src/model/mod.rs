@@ -19,6 +19,7 @@ pub mod presets;
 pub mod qwen3_5_moe;
 pub mod qwen3_moe;
 pub mod rope;
+pub mod sampling;
 pub mod weights;
 
 use anyhow::{bail, Result};
