@@ -150,7 +150,6 @@ impl<B: Backend> Attention<B> {
         };
         let tk = k.dims()[2];
         let device = k.device();
-        let past = tk - t;
         let rep = nh / nkv;
         // Query heads h = kv*rep + r share kv head `kv`: fold the rep axis into time instead of
         // materialising repeated keys.
@@ -158,7 +157,7 @@ impl<B: Backend> Attention<B> {
         let scores = qg
             .matmul(k.swap_dims(2, 3))
             .mul_scalar((hd as f64).powf(-0.5));
-        let scores = scores.reshape([b, nh, t, tk]) + self.mask(t, tk, past, &device);
+        let scores = scores.reshape([b, nh, t, tk]) + self.mask(t, tk, &rope.starts, &device);
         let probs = softmax(scores, 3).reshape([b, nkv, rep * t, tk]);
         let o = probs
             .matmul(v)
@@ -172,20 +171,28 @@ impl<B: Backend> Attention<B> {
         self.o_proj.forward(o)
     }
 
-    /// Additive causal (and sliding-window) mask `[1, 1, T, Tk]`.
-    fn mask(&self, t: usize, tk: usize, past: usize, device: &B::Device) -> Tensor<B, 4> {
-        let mut m = vec![0f32; t * tk];
-        for i in 0..t {
-            let qpos = past + i;
-            for j in 0..tk {
-                let visible =
-                    j <= qpos && (self.sliding_window == 0 || qpos - j < self.sliding_window);
-                if !visible {
-                    m[i * tk + j] = f32::NEG_INFINITY;
+    /// Additive causal (and sliding-window) mask `[R, 1, T, Tk]`, one row per entry of `starts`.
+    /// The keys are `Tk - T` cached slots followed by the `T` new ones. Row r has `starts[r]`
+    /// valid cached keys; slots beyond that are right-padding (rows of different lengths
+    /// stacked by [`super::cache::Cache::stack`]) and stay hidden.
+    fn mask(&self, t: usize, tk: usize, starts: &[usize], device: &B::Device) -> Tensor<B, 4> {
+        let cached = tk - t;
+        let mut m = vec![0f32; starts.len() * t * tk];
+        for (r, &start) in starts.iter().enumerate() {
+            for i in 0..t {
+                let qpos = start + i;
+                for j in 0..tk {
+                    let kpos = if j < cached { j } else { start + j - cached };
+                    let visible = (j >= cached || j < start)
+                        && kpos <= qpos
+                        && (self.sliding_window == 0 || qpos - kpos < self.sliding_window);
+                    if !visible {
+                        m[(r * t + i) * tk + j] = f32::NEG_INFINITY;
+                    }
                 }
             }
         }
-        Tensor::from_data(TensorData::new(m, [1, 1, t, tk]), device)
+        Tensor::from_data(TensorData::new(m, [starts.len(), 1, t, tk]), device)
     }
 
     pub fn visit<V: HfVisitor<B>>(&self, prefix: &str, v: &mut V) {

@@ -1,6 +1,11 @@
 //! Decoding state: a KV cache for attention layers and the conv + recurrent state for Gated
 //! DeltaNet layers. One [`LayerCache`] per decoder layer; `seq_len` counts tokens already seen.
+//!
+//! Sequences of different lengths decode together by [`Cache::stack`]ing their caches into one
+//! batch (keys right-padded to the longest row, recurrent states concatenated along the batch),
+//! running one forward, and [`Cache::unstack`]ing the result.
 
+use anyhow::{bail, Result};
 use burn::prelude::*;
 
 /// Keys/values after RoPE, `[B, kv_heads, T_past, head_dim]`.
@@ -45,7 +50,11 @@ pub struct LayerCache<B: Backend> {
 #[derive(Clone, Debug)]
 pub struct Cache<B: Backend> {
     pub layers: Vec<LayerCache<B>>,
+    /// Tokens seen (for a stacked batch: the longest row, i.e. the padded key length).
     pub seq_len: usize,
+    /// For a stacked batch: each row's true length (its next position). `None` when every row
+    /// has `seq_len` tokens.
+    pub row_lens: Option<Vec<usize>>,
 }
 
 impl<B: Backend> Cache<B> {
@@ -53,6 +62,112 @@ impl<B: Backend> Cache<B> {
         Self {
             layers: (0..num_layers).map(|_| LayerCache::default()).collect(),
             seq_len: 0,
+            row_lens: None,
         }
     }
+
+    /// Position of each row's next token.
+    pub fn positions(&self) -> Vec<usize> {
+        self.row_lens.clone().unwrap_or_else(|| vec![self.seq_len])
+    }
+
+    /// One batch from single-sequence caches of possibly different lengths: keys/values are
+    /// right-padded with zeros to the longest (the attention mask hides the padding, see
+    /// `row_lens`), DeltaNet states are concatenated. Every cache must be non-empty.
+    pub fn stack(caches: &[Cache<B>]) -> Result<Self> {
+        let Some(first) = caches.first() else {
+            bail!("no caches to stack")
+        };
+        if let Some(i) = caches
+            .iter()
+            .position(|c| c.seq_len == 0 || c.row_lens.is_some())
+        {
+            bail!("cache {i} is empty or already a batch; prefill each sequence first");
+        }
+        let lens: Vec<usize> = caches.iter().map(|c| c.seq_len).collect();
+        let longest = *lens.iter().max().unwrap_or(&0);
+        let pad = |t: &Tensor<B, 4>| -> Tensor<B, 4> {
+            let [b, h, len, d] = t.dims();
+            if len == longest {
+                return t.clone();
+            }
+            let zeros = Tensor::zeros([b, h, longest - len, d], &t.device());
+            Tensor::cat(vec![t.clone(), zeros], 2)
+        };
+        let layers = (0..first.layers.len())
+            .map(|l| {
+                let rows: Vec<&LayerCache<B>> = caches.iter().map(|c| &c.layers[l]).collect();
+                LayerCache {
+                    kv: KvCache {
+                        k: cat_rows(&rows, |r| r.kv.k.as_ref().map(pad)),
+                        v: cat_rows(&rows, |r| r.kv.v.as_ref().map(pad)),
+                    },
+                    deltanet: DeltaNetState {
+                        conv: cat_rows(&rows, |r| r.deltanet.conv.clone()),
+                        recurrent: cat_rows(&rows, |r| r.deltanet.recurrent.clone()),
+                    },
+                }
+            })
+            .collect();
+        Ok(Self {
+            layers,
+            seq_len: longest,
+            row_lens: Some(lens),
+        })
+    }
+
+    /// Splits a stacked batch that has since taken `new` more tokens per row back into
+    /// single-sequence caches, dropping each row's padding.
+    pub fn unstack(self, new: usize) -> Vec<Cache<B>> {
+        // The forward already advanced every length by `new`.
+        let lens: Vec<usize> = self.positions().iter().map(|l| l - new).collect();
+        let padded = self.seq_len - new;
+        let mut out: Vec<Cache<B>> = lens
+            .iter()
+            .map(|&len| Cache {
+                layers: Vec::with_capacity(self.layers.len()),
+                seq_len: len + new,
+                row_lens: None,
+            })
+            .collect();
+        let row = |t: &Tensor<B, 4>, r: usize| t.clone().narrow(0, r, 1);
+        for layer in self.layers {
+            for (r, (c, &len)) in out.iter_mut().zip(&lens).enumerate() {
+                // Keep the row's `len` real cached keys and the `new` ones after the padding.
+                let keep = |t: &Tensor<B, 4>| {
+                    let t = row(t, r);
+                    let fresh = t.clone().narrow(2, padded, new);
+                    if len == 0 {
+                        fresh
+                    } else {
+                        Tensor::cat(vec![t.narrow(2, 0, len), fresh], 2)
+                    }
+                };
+                c.layers.push(LayerCache {
+                    kv: KvCache {
+                        k: layer.kv.k.as_ref().map(keep),
+                        v: layer.kv.v.as_ref().map(keep),
+                    },
+                    deltanet: DeltaNetState {
+                        conv: layer
+                            .deltanet
+                            .conv
+                            .as_ref()
+                            .map(|t| t.clone().narrow(0, r, 1)),
+                        recurrent: layer.deltanet.recurrent.as_ref().map(|t| row(t, r)),
+                    },
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Concatenates one optional per-row tensor along the batch; `None` when the rows have none.
+fn cat_rows<B: Backend, const D: usize>(
+    rows: &[&LayerCache<B>],
+    get: impl Fn(&LayerCache<B>) -> Option<Tensor<B, D>>,
+) -> Option<Tensor<B, D>> {
+    let parts: Option<Vec<_>> = rows.iter().map(|r| get(r)).collect();
+    parts.map(|p| Tensor::cat(p, 0))
 }

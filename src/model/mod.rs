@@ -11,6 +11,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod decoder;
 pub mod gated_deltanet;
+pub mod generate;
 pub mod inspect;
 pub mod moe;
 pub mod mtp;
@@ -155,11 +156,11 @@ impl<B: Backend> CausalLm<B> {
         self.run(ids, Some(cache))
     }
 
-    fn rope(&self, start: usize, len: usize, device: &B::Device) -> RopeTables<B> {
-        RopeTables::new(
+    fn rope(&self, starts: &[usize], len: usize, device: &B::Device) -> RopeTables<B> {
+        RopeTables::for_rows(
             self.config.rope_theta,
             self.config.rotary_dim(),
-            start,
+            starts,
             len,
             device,
         )
@@ -168,8 +169,8 @@ impl<B: Backend> CausalLm<B> {
     fn run(&self, ids: Tensor<B, 2, Int>, mut cache: Option<&mut Cache<B>>) -> LmOutput<B> {
         let t = ids.dims()[1];
         let device = ids.device();
-        let start = cache.as_ref().map_or(0, |c| c.seq_len);
-        let rope = self.rope(start, t, &device);
+        let starts = cache.as_ref().map_or(vec![0], |c| c.positions());
+        let rope = self.rope(&starts, t, &device);
         let mut x = self.embed_tokens.forward(ids);
         let mut router_logits = Vec::new();
         for (i, layer) in self.layers.iter().enumerate() {
@@ -179,6 +180,9 @@ impl<B: Backend> CausalLm<B> {
         }
         if let Some(c) = cache {
             c.seq_len += t;
+            if let Some(lens) = &mut c.row_lens {
+                lens.iter_mut().for_each(|l| *l += t);
+            }
         }
         let hidden = self.norm.forward(x);
         LmOutput {
@@ -225,7 +229,7 @@ impl<B: Backend> CausalLm<B> {
             bail!("MTP needs at least 2 tokens, got {t}");
         }
         let next = self.embed_tokens.forward(ids.narrow(1, 1, t - 1));
-        let rope = self.rope(0, t - 1, &hidden.device());
+        let rope = self.rope(&[0], t - 1, &hidden.device());
         let (u, _) = mtp.forward(
             next,
             hidden.narrow(1, 0, t - 1).reshape([b, t - 1, h]),

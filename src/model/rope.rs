@@ -5,13 +5,16 @@
 use burn::prelude::*;
 use burn::tensor::TensorData;
 
-/// cos/sin tables for a run of positions, shaped `[1, T, 1, rotary_dim]` to broadcast over
+/// cos/sin tables for a run of positions, shaped `[1 or B, T, 1, rotary_dim]` to broadcast over
 /// `[B, T, heads, head_dim]`.
 #[derive(Clone, Debug)]
 pub struct RopeTables<B: Backend> {
     pub cos: Tensor<B, 4>,
     pub sin: Tensor<B, 4>,
     pub rotary_dim: usize,
+    /// Position of each row's first token (one entry when all rows start together). Attention
+    /// reads it as the number of valid cached keys of that row.
+    pub starts: Vec<usize>,
 }
 
 impl<B: Backend> RopeTables<B> {
@@ -23,13 +26,26 @@ impl<B: Backend> RopeTables<B> {
         len: usize,
         device: &B::Device,
     ) -> Self {
+        Self::for_rows(theta, rotary_dim, &[start], len, device)
+    }
+
+    /// Row `b` of a batch at positions `starts[b]..starts[b]+len` (sequences of different
+    /// lengths decoded together), shaped `[B, T, 1, rotary_dim]`.
+    pub fn for_rows(
+        theta: f64,
+        rotary_dim: usize,
+        starts: &[usize],
+        len: usize,
+        device: &B::Device,
+    ) -> Self {
         let half = rotary_dim / 2;
         let inv_freq: Vec<f32> = (0..half)
             .map(|i| 1.0f32 / (theta as f32).powf((2 * i) as f32 / rotary_dim as f32))
             .collect();
-        let mut cos = Vec::with_capacity(len * rotary_dim);
-        let mut sin = Vec::with_capacity(len * rotary_dim);
-        for p in start..start + len {
+        let n = starts.len() * len * rotary_dim;
+        let mut cos = Vec::with_capacity(n);
+        let mut sin = Vec::with_capacity(n);
+        for p in starts.iter().flat_map(|&s| s..s + len) {
             // `cat(freqs, freqs)`: the two halves share frequencies.
             for _ in 0..2 {
                 for f in &inv_freq {
@@ -39,11 +55,12 @@ impl<B: Backend> RopeTables<B> {
                 }
             }
         }
-        let shape = [1, len, 1, rotary_dim];
+        let shape = [starts.len(), len, 1, rotary_dim];
         Self {
             cos: Tensor::from_data(TensorData::new(cos, shape), device),
             sin: Tensor::from_data(TensorData::new(sin, shape), device),
             rotary_dim,
+            starts: starts.to_vec(),
         }
     }
 

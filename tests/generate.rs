@@ -1,0 +1,329 @@
+//! Sampling, batched decoding, generation, text stop strings, speculative decoding and the local
+//! policy, on tiny random models (the presets and the transformers fixtures of tests/model.rs).
+
+use burn::backend::NdArray;
+use burn::tensor::activation::log_softmax;
+use hat::model::generate::{generate, FinishReason, TextGenerator};
+use hat::model::presets::preset;
+use hat::model::sampling::{log_softmax_at, Sampler, SamplingParams};
+use hat::model::{ids_tensor, CausalLm};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+type B = NdArray<f32>;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/model")
+        .join(name)
+}
+
+/// The `tiny` preset (3 DeltaNet + 1 attention layer, MoE, MTP) with a 512-token vocabulary.
+fn tiny(seed: u64) -> CausalLm<B> {
+    let cfg = preset("tiny", Some(512)).unwrap();
+    CausalLm::init(&cfg, seed, &Default::default()).unwrap()
+}
+
+fn draws(params: &SamplingParams, logits: &[f32], n: usize) -> Vec<u32> {
+    let mut s = Sampler::new(params);
+    (0..n).map(|_| s.sample(logits).token).collect()
+}
+
+fn sampled(p: SamplingParams) -> SamplingParams {
+    SamplingParams {
+        temperature: 1.0,
+        ..p
+    }
+}
+
+#[test]
+fn same_seed_same_tokens_other_seed_other_tokens() {
+    let flat = vec![0.0f32; 1000];
+    let p = SamplingParams {
+        seed: 7,
+        ..Default::default()
+    };
+    assert_eq!(draws(&p, &flat, 32), draws(&p, &flat, 32));
+    let q = SamplingParams {
+        seed: 8,
+        ..p.clone()
+    };
+    assert_ne!(draws(&p, &flat, 32), draws(&q, &flat, 32));
+}
+
+#[test]
+fn top_k_and_top_p_keep_exactly_the_expected_tokens() {
+    // Probabilities 0.5, 0.3, 0.15, 0.05 (token order shuffled to make sorting matter).
+    let probs = [0.15f32, 0.5, 0.05, 0.3];
+    let logits: Vec<f32> = probs.iter().map(|p| p.ln()).collect();
+    let support = |p: SamplingParams| draws(&p, &logits, 400).into_iter().collect::<BTreeSet<_>>();
+    let base = sampled(SamplingParams {
+        seed: 3,
+        ..Default::default()
+    });
+    assert_eq!(
+        support(SamplingParams {
+            top_k: 2,
+            ..base.clone()
+        }),
+        BTreeSet::from([1, 3])
+    );
+    assert_eq!(
+        support(SamplingParams {
+            top_k: 1,
+            ..base.clone()
+        }),
+        BTreeSet::from([1])
+    );
+    // Just under 0.5 + 0.3: two tokens suffice; just over needs the third.
+    assert_eq!(
+        support(SamplingParams {
+            top_p: 0.79,
+            ..base.clone()
+        }),
+        BTreeSet::from([1, 3])
+    );
+    assert_eq!(
+        support(SamplingParams {
+            top_p: 0.81,
+            ..base.clone()
+        }),
+        BTreeSet::from([0, 1, 3])
+    );
+    assert_eq!(support(base.clone()), BTreeSet::from([0, 1, 2, 3]));
+    // Frequencies follow the renormalised distribution: within top-2, 0.5/0.8 = 0.625.
+    let n = 4000;
+    let ones = draws(
+        &SamplingParams {
+            top_k: 2,
+            ..base.clone()
+        },
+        &logits,
+        n,
+    )
+    .iter()
+    .filter(|&&t| t == 1)
+    .count();
+    let f = ones as f64 / n as f64;
+    assert!((f - 0.625).abs() < 0.03, "token 1 drawn with frequency {f}");
+    // Temperature sharpens: at T = 0.25 the top token's share is 0.5^4 / sum p^4 ≈ 0.86.
+    let sharp = draws(
+        &SamplingParams {
+            temperature: 0.25,
+            ..base
+        },
+        &logits,
+        n,
+    );
+    let f = sharp.iter().filter(|&&t| t == 1).count() as f64 / n as f64;
+    let expect = 0.5f64.powi(4) / probs.iter().map(|&p| (p as f64).powi(4)).sum::<f64>();
+    assert!((f - expect).abs() < 0.03, "T=0.25: {f} vs {expect}");
+}
+
+#[test]
+fn logprob_is_the_raw_log_softmax_even_when_truncated() {
+    let logits = [1.0f32, 3.0, -2.0, 0.5];
+    let p = SamplingParams {
+        temperature: 0.7,
+        top_k: 2,
+        seed: 1,
+        ..Default::default()
+    };
+    let mut s = Sampler::new(&p);
+    for _ in 0..20 {
+        let d = s.sample(&logits);
+        let z: f64 = logits.iter().map(|&l| (l as f64).exp()).sum();
+        let expect = (logits[d.token as usize] as f64 - z.ln()) as f32;
+        assert!((d.logprob - expect).abs() < 1e-6);
+        assert!((d.logprob - log_softmax_at(&logits, d.token as usize)).abs() < 1e-7);
+    }
+}
+
+#[test]
+fn invalid_sampling_params_are_rejected() {
+    for bad in [
+        SamplingParams {
+            temperature: -1.0,
+            ..Default::default()
+        },
+        SamplingParams {
+            temperature: f32::NAN,
+            ..Default::default()
+        },
+        SamplingParams {
+            top_p: 0.0,
+            ..Default::default()
+        },
+        SamplingParams {
+            max_tokens: 0,
+            ..Default::default()
+        },
+        SamplingParams {
+            stop: vec![String::new()],
+            ..Default::default()
+        },
+    ] {
+        assert!(bad.validate().is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn temperature_zero_equals_greedy_and_full_recomputation() {
+    let m = tiny(1);
+    let dev = Default::default();
+    let prompt: Vec<u32> = vec![5, 17, 300, 42, 9];
+    let g = &generate(&m, &[prompt.clone()], &[SamplingParams::greedy(12)]).unwrap()[0];
+    assert_eq!(g.finish_reason, FinishReason::Length);
+    assert_eq!(g.tokens, m.generate_greedy(&prompt, 12, &[], &dev).unwrap());
+    // Without any cache: arg-max of a full forward over the growing sequence.
+    let mut seq = prompt.clone();
+    for _ in 0..12 {
+        let logits = m
+            .forward(ids_tensor::<B>(&[seq.clone()], &dev).unwrap())
+            .logits;
+        let t = logits.dims()[1];
+        let next = logits
+            .narrow(1, t - 1, 1)
+            .flatten::<1>(0, 2)
+            .argmax(0)
+            .into_scalar();
+        seq.push(next as u32);
+    }
+    assert_eq!(g.tokens, seq[prompt.len()..]);
+}
+
+/// Decoding N sequences of different lengths as one batch gives each the logits it gets alone.
+#[test]
+fn batched_decode_step_equals_single_sequences() {
+    let qwen3 = CausalLm::<B>::load(&fixture("qwen3_moe"), &Default::default()).unwrap();
+    for (name, m) in [("tiny qwen3_5_moe", tiny(2)), ("qwen3_moe fixture", qwen3)] {
+        let v = m.config.vocab_size as u32;
+        let prompts: Vec<Vec<u32>> = [3usize, 9, 1, 6]
+            .iter()
+            .map(|&n| (0..n as u32).map(|i| (i * 37 + n as u32) % v).collect())
+            .collect();
+        let mut caches: Vec<_> = prompts
+            .iter()
+            .map(|p| {
+                let mut c = m.new_cache();
+                m.prefill(p, &mut c).unwrap();
+                c
+            })
+            .collect();
+        let mut alone = caches.clone();
+        for step in 0..3u32 {
+            let tokens: Vec<u32> = (0..prompts.len() as u32)
+                .map(|r| (r * 11 + step * 5 + 1) % v)
+                .collect();
+            let batched = m.decode_step(&tokens, &mut caches).unwrap();
+            for (r, tok) in tokens.iter().enumerate() {
+                let single = m.decode_step(&[*tok], &mut alone[r..r + 1]).unwrap();
+                let d = batched[r]
+                    .iter()
+                    .zip(&single[0])
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0f32, f32::max);
+                assert!(d < 1e-4, "{name}: row {r} step {step} differs by {d}");
+                assert_eq!(caches[r].seq_len, prompts[r].len() + step as usize + 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn batched_generation_equals_one_at_a_time_and_logprobs_match_a_full_forward() {
+    let m = tiny(3);
+    let dev = Default::default();
+    let prompts: Vec<Vec<u32>> = vec![vec![1, 2, 3], vec![400, 7, 7, 7, 7, 7, 2], vec![99]];
+    let params: Vec<SamplingParams> = (0..3)
+        .map(|i| SamplingParams {
+            temperature: 0.9,
+            top_k: 50,
+            seed: 10 + i,
+            max_tokens: 6 + i as usize,
+            logprobs: true,
+            ..Default::default()
+        })
+        .collect();
+    let together = generate(&m, &prompts, &params).unwrap();
+    for (i, g) in together.iter().enumerate() {
+        let alone = generate(&m, &prompts[i..i + 1], &params[i..i + 1]).unwrap();
+        assert_eq!(&alone[0], g, "prompt {i}");
+        assert_eq!(g.tokens.len(), params[i].max_tokens);
+        // log_softmax of one forward over prompt + generation, at the generated tokens.
+        let seq: Vec<u32> = prompts[i].iter().chain(&g.tokens).copied().collect();
+        let lp = log_softmax(m.forward(ids_tensor::<B>(&[seq], &dev).unwrap()).logits, 2);
+        let lp: Vec<f32> = lp.into_data().convert::<f32>().into_vec().unwrap();
+        let v = m.config.vocab_size;
+        let p = prompts[i].len();
+        for (j, (&tok, &got)) in g
+            .tokens
+            .iter()
+            .zip(g.logprobs.as_ref().unwrap())
+            .enumerate()
+        {
+            let want = lp[(p - 1 + j) * v + tok as usize];
+            assert!(
+                (got - want).abs() < 1e-4,
+                "prompt {i} token {j}: {got} vs {want}"
+            );
+        }
+    }
+    // Sampling really depends on the seed.
+    let other = SamplingParams {
+        seed: 999,
+        ..params[1].clone()
+    };
+    let g = generate(&m, &prompts[1..2], &[other]).unwrap();
+    assert_ne!(g[0].tokens, together[1].tokens);
+}
+
+#[test]
+fn stop_token_ids_end_generation_at_their_first_occurrence() {
+    let m = tiny(4);
+    let prompt = vec![vec![10u32, 20, 30]];
+    let free = generate(&m, &prompt, &[SamplingParams::greedy(10)])
+        .unwrap()
+        .remove(0);
+    let stop = free.tokens[3];
+    let first = free.tokens.iter().position(|&t| t == stop).unwrap();
+    let p = SamplingParams {
+        stop_token_ids: vec![stop],
+        ..SamplingParams::greedy(10)
+    };
+    let g = generate(&m, &prompt, &[p]).unwrap().remove(0);
+    assert_eq!(g.tokens, free.tokens[..=first]);
+    assert_eq!(g.finish_reason, FinishReason::Stop);
+    assert_eq!(g.logprobs, None);
+}
+
+#[test]
+fn bad_inputs_are_errors_that_say_what_is_wrong() {
+    let m = tiny(5);
+    let err = |prompt: Vec<u32>, p: SamplingParams| {
+        format!("{:#}", generate(&m, &[prompt], &[p]).unwrap_err())
+    };
+    let e = err(vec![1, 2, 3, 5000], SamplingParams::greedy(4));
+    assert!(
+        e.contains("token id 5000 at position 3 is outside the vocabulary (vocab_size 512)"),
+        "{e}"
+    );
+    let e = err(vec![], SamplingParams::greedy(4));
+    assert!(e.contains("empty"), "{e}");
+    let e = err(vec![1; 10], SamplingParams::greedy(4090));
+    assert!(e.contains("max_position_embeddings"), "{e}");
+    let e = format!("{:#}", generate(&m, &[vec![1]], &[]).unwrap_err());
+    assert!(e.contains("1 prompts but 0"), "{e}");
+    let mut cache = m.new_cache();
+    assert!(m.prefill(&[], &mut cache).is_err());
+    m.prefill(&[1, 2], &mut cache).unwrap();
+    let e = format!(
+        "{:#}",
+        m.decode_step(&[512], std::slice::from_mut(&mut cache))
+            .unwrap_err()
+    );
+    assert!(e.contains("token id 512 at position 2"), "{e}");
+    assert!(m
+        .decode_step(&[1, 2], std::slice::from_mut(&mut cache))
+        .is_err());
+}
