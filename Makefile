@@ -2,6 +2,9 @@
 #   make run     set up and run the pipeline as far as it exists today (the main job)
 #   make test    the test suite (what CI runs)
 #   make bench   benchmarks that print figures
+#   make serve   OpenAI-compatible server + agent mode (MODEL=ckpt dir, else tiny RANDOM weights: demo only)
+#   make replay  replay-bench against a running server (make serve in another shell)
+#   make loadtest  1,000 requests at concurrency 32 + interleaved bad requests against serve (tiny, CPU)
 #
 # The pipeline, stage by stage (each a Unix tool over JSONL; outputs under $(OUT)/):
 #   1. validate the sample harness and write held-out harness variants (eval pool)
@@ -23,7 +26,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: run build test bench clean-out
+.PHONY: run build test bench clean-out serve replay replay-set loadtest openai-client-test
 
 build:
 	$(CARGO) build --release --bins
@@ -53,3 +56,36 @@ bench:
 
 clean-out:
 	rm -rf $(OUT)
+
+# --- serving (issue 8) ---
+PORT ?= 8000
+MODEL ?=
+# A tokenizer for random-weight demos when `make run` has not trained one yet.
+$(OUT)/tokenizer/tokenizer.json:
+	$(CARGO) build --release --bin hat
+	$(HAT) tokenizer train --harness $(HARNESS) --text testdata/ifeval/input_data.jsonl --vocab-size 4096 --out $(OUT)/tokenizer
+
+# Serve MODEL (a Hugging Face checkpoint dir) or, without it, the tiny preset with random weights.
+serve: $(OUT)/tokenizer/tokenizer.json
+	$(CARGO) build --release --bin serve
+	$(BIN)/serve $(if $(MODEL),--model $(MODEL),--preset tiny --tokenizer $(OUT)/tokenizer) --harness $(HARNESS) --port $(PORT)
+
+# Replay the committed deployment set against http://127.0.0.1:$(PORT); results in $(OUT)/replay/.
+replay:
+	$(CARGO) build --release --bin replay-bench
+	$(BIN)/replay-bench run --base-url http://127.0.0.1:$(PORT) --concurrency 8 --warmup 2 --max-tokens 64 --out $(OUT)/replay
+
+# Regenerate testdata/replay/default.jsonl (110 requests, the paper's intent mix, seed 1).
+replay-set:
+	$(CARGO) build --release --bin replay-bench
+	$(BIN)/replay-bench make-set --harness harness-samples/taolive --catalog testdata/catalog.json --n 110 --seed 1 -o testdata/replay/default.jsonl
+
+# Load test: 1,000 replay requests at concurrency 32 with malformed/oversized/unauthenticated ones interleaved.
+loadtest: $(OUT)/tokenizer/tokenizer.json
+	$(CARGO) build --release --bin serve --bin replay-bench
+	benches/serve_loadtest.sh $(OUT)/tokenizer $(OUT)/loadtest
+
+# The official openai Python client against a live server (CI runs this after `make test`).
+openai-client-test:
+	$(CARGO) build --bin serve --bin hat
+	tests/openai_client/run.sh

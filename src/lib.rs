@@ -13,6 +13,8 @@ pub mod model;
 pub mod policy;
 pub mod record;
 pub mod records_cli;
+pub mod replay;
+pub mod serve;
 pub mod sim;
 pub mod tokenizer;
 pub mod tokenizer_cli;

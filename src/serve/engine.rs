@@ -1,0 +1,369 @@
+//! The continuous-batching engine: one thread owns the model; requests wait in a bounded queue; each
+//! iteration admits waiting requests (prefill, up to the batch limit), then runs one batched decode step
+//! over every active sequence, samples each sequence's next token, streams its text over the request's
+//! channel, and retires finished sequences at once so their slots refill on the next iteration.
+//!
+//! The engine is generic over [`StepModel`] (prefill one prompt, decode one token for many sequences), so
+//! it runs the same on any burn backend; `serve::model` implements it for [`crate::model::CausalLm`].
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use anyhow::Result;
+use tokenizers::Tokenizer;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::detok::Detokenizer;
+use super::guide::{Guide, TokenTable};
+use super::metrics::Metrics;
+use crate::model::sampling::{Sampled, Sampler, SamplingParams};
+
+/// What the engine needs from a model.
+pub trait StepModel: Send + 'static {
+    /// Per-sequence decoding state (the KV / recurrent cache).
+    type State: Send;
+    fn vocab_size(&self) -> usize;
+    /// Runs the prompt; returns the state and the logits of the last position.
+    fn prefill(&self, prompt: &[u32]) -> Result<(Self::State, Vec<f32>)>;
+    /// Feeds `tokens[i]` to sequence `i`, all in one batched forward; returns each one's logits.
+    fn decode(&self, tokens: &[u32], states: &mut [Self::State]) -> Result<Vec<Vec<f32>>>;
+}
+
+/// One generation request.
+pub struct GenRequest {
+    pub prompt: Vec<u32>,
+    pub params: SamplingParams,
+    /// Alternatives returned with each token's log-probability (0 = none).
+    pub top_logprobs: usize,
+    /// Constrains the output to one tool call (forced `tool_choice`).
+    pub guide: Option<Guide>,
+    pub events: UnboundedSender<Event>,
+}
+
+/// A generated token with its log-probability and the most likely alternatives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenLogprob {
+    pub token: String,
+    pub logprob: f32,
+    pub top: Vec<(String, f32)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    /// An end-of-turn token, a stop string, or a completed guided call.
+    Stop,
+    /// `max_tokens` or the context length reached.
+    Length,
+}
+
+#[derive(Debug)]
+pub enum Event {
+    /// Text that may be shown now (possibly empty while held back) for `tokens` new tokens.
+    Text {
+        text: String,
+        tokens: usize,
+        logprobs: Vec<TokenLogprob>,
+    },
+    Done {
+        reason: FinishReason,
+        prompt_tokens: usize,
+        completion_tokens: usize,
+    },
+    Error(String),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct EngineConfig {
+    /// Requests that may wait for a slot; beyond it `submit` fails fast (HTTP 429).
+    pub queue_capacity: usize,
+    /// Sequences decoded together at most.
+    pub max_batch: usize,
+    /// Prompt + generated tokens per sequence.
+    pub max_context: usize,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum SubmitError {
+    QueueFull,
+    ShuttingDown,
+}
+
+/// The HTTP side's handle. Dropping every handle lets the engine finish its work and stop.
+#[derive(Clone)]
+pub struct EngineHandle {
+    tx: SyncSender<GenRequest>,
+    metrics: Arc<Metrics>,
+    pub max_context: usize,
+}
+
+impl EngineHandle {
+    pub fn submit(&self, req: GenRequest) -> Result<(), SubmitError> {
+        self.metrics.queue_depth.fetch_add(1, Relaxed);
+        self.tx.try_send(req).map_err(|e| {
+            self.metrics.queue_depth.fetch_sub(1, Relaxed);
+            match e {
+                TrySendError::Full(_) => SubmitError::QueueFull,
+                TrySendError::Disconnected(_) => SubmitError::ShuttingDown,
+            }
+        })
+    }
+}
+
+/// Starts the engine thread.
+pub fn spawn<M: StepModel>(
+    model: M,
+    tokenizer: Arc<Tokenizer>,
+    config: EngineConfig,
+    metrics: Arc<Metrics>,
+) -> (EngineHandle, JoinHandle<()>) {
+    let (tx, rx) = mpsc::sync_channel(config.queue_capacity.max(1));
+    let handle = EngineHandle {
+        tx,
+        metrics: metrics.clone(),
+        max_context: config.max_context,
+    };
+    let thread = std::thread::Builder::new()
+        .name("hat-engine".into())
+        .spawn(move || {
+            let table = TokenTable::new(&tokenizer, model.vocab_size());
+            Engine {
+                model,
+                tokenizer,
+                table,
+                config,
+                metrics,
+                active: Vec::new(),
+                states: Vec::new(),
+            }
+            .run(rx)
+        })
+        .expect("spawning the engine thread");
+    (handle, thread)
+}
+
+/// A sequence in the running batch.
+struct Active {
+    req: GenRequest,
+    sampler: Sampler,
+    detok: Detokenizer,
+    /// The token to feed on the next decode step.
+    last: u32,
+    generated: usize,
+    finished: Option<FinishReason>,
+}
+
+struct Engine<M: StepModel> {
+    model: M,
+    tokenizer: Arc<Tokenizer>,
+    table: TokenTable,
+    config: EngineConfig,
+    metrics: Arc<Metrics>,
+    /// `active[i]` decodes with `states[i]` (separate vectors: the model takes a slice of states).
+    active: Vec<Active>,
+    states: Vec<M::State>,
+}
+
+impl<M: StepModel> Engine<M> {
+    fn run(mut self, rx: Receiver<GenRequest>) {
+        let mut open = true;
+        while open || !self.active.is_empty() {
+            // Idle: block until work arrives (or every handle is gone).
+            if self.active.is_empty() {
+                match rx.recv() {
+                    Ok(req) => self.admit(req),
+                    Err(_) => break,
+                }
+            }
+            while open && self.active.len() < self.config.max_batch {
+                match rx.try_recv() {
+                    Ok(req) => self.admit(req),
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => open = false,
+                }
+            }
+            self.retire();
+            if !self.active.is_empty() {
+                self.step();
+                self.retire();
+            }
+        }
+    }
+
+    /// Prefill a new request and emit its first token.
+    fn admit(&mut self, req: GenRequest) {
+        self.metrics.queue_depth.fetch_sub(1, Relaxed);
+        if req.events.is_closed() {
+            return; // the client gave up while queued
+        }
+        let prompt_len = req.prompt.len();
+        if prompt_len == 0 || prompt_len >= self.config.max_context {
+            let _ = req.events.send(Event::Error(format!(
+                "the prompt has {prompt_len} tokens; this server's context is {} tokens",
+                self.config.max_context
+            )));
+            return;
+        }
+        let (state, logits) = match self.model.prefill(&req.prompt) {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = req
+                    .events
+                    .send(Event::Error(format!("prefill failed: {e:#}")));
+                return;
+            }
+        };
+        self.metrics
+            .prompt_tokens
+            .fetch_add(prompt_len as u64, Relaxed);
+        let mut seq = Active {
+            sampler: Sampler::new(&req.params),
+            detok: Detokenizer::new(req.params.stop.clone()),
+            req,
+            last: 0,
+            generated: 0,
+            finished: None,
+        };
+        self.emit(&mut seq, &logits);
+        self.active.push(seq);
+        self.states.push(state);
+    }
+
+    /// One batched decode step over all unfinished sequences.
+    fn step(&mut self) {
+        let tokens: Vec<u32> = self.active.iter().map(|a| a.last).collect();
+        self.metrics.set_running(tokens.len());
+        self.metrics.decode_steps.fetch_add(1, Relaxed);
+        match self.model.decode(&tokens, &mut self.states) {
+            Ok(rows) => {
+                let mut active = std::mem::take(&mut self.active);
+                for (seq, logits) in active.iter_mut().zip(&rows) {
+                    self.emit(seq, logits);
+                }
+                self.active = active;
+            }
+            Err(e) => {
+                // A failed step leaves the states unusable: fail the batch, keep serving new requests.
+                for seq in self.active.iter_mut() {
+                    let _ = seq
+                        .req
+                        .events
+                        .send(Event::Error(format!("decode failed: {e:#}")));
+                    seq.finished = Some(FinishReason::Stop);
+                }
+            }
+        }
+    }
+
+    /// Chooses the next token from `logits`, streams its text, and decides whether the sequence ends.
+    fn emit(&self, seq: &mut Active, logits: &[f32]) {
+        let choice: Option<Sampled> = match &mut seq.req.guide {
+            Some(g) => g.next(logits, &mut seq.sampler, &self.table),
+            None => Some(seq.sampler.sample(logits)),
+        };
+        let Some(s) = choice else {
+            // The guided call is complete.
+            return self.finish(seq, FinishReason::Stop, true);
+        };
+        seq.generated += 1;
+        seq.last = s.token;
+        self.metrics.generation_tokens.fetch_add(1, Relaxed);
+        let params = &seq.req.params;
+        let end_token = seq.req.guide.is_none() && params.stop_token_ids.contains(&s.token);
+        let delta = if end_token {
+            Default::default()
+        } else {
+            seq.detok.push(&self.tokenizer, s.token)
+        };
+        let logprobs = if params.logprobs {
+            vec![self.token_logprob(s, logits, seq.req.top_logprobs)]
+        } else {
+            Vec::new()
+        };
+        let text = Event::Text {
+            text: delta.text,
+            tokens: 1,
+            logprobs,
+        };
+        if seq.req.events.send(text).is_err() {
+            seq.finished = Some(FinishReason::Stop); // client gone: free the slot
+            return;
+        }
+        if end_token || delta.stopped {
+            self.finish(seq, FinishReason::Stop, !delta.stopped);
+        } else if seq.generated >= params.max_tokens
+            || seq.req.prompt.len() + seq.generated >= self.config.max_context
+        {
+            self.finish(seq, FinishReason::Length, true);
+        }
+    }
+
+    /// Ends a sequence. Text held back (a possible stop-string start) is released unless a stop
+    /// string did match (`flush` false): then the rest is the stop string and what follows it.
+    fn finish(&self, seq: &mut Active, reason: FinishReason, flush: bool) {
+        let rest = if flush {
+            seq.detok.flush(&self.tokenizer)
+        } else {
+            String::new()
+        };
+        if !rest.is_empty() {
+            let _ = seq.req.events.send(Event::Text {
+                text: rest,
+                tokens: 0,
+                logprobs: Vec::new(),
+            });
+        }
+        let _ = seq.req.events.send(Event::Done {
+            reason: reason.clone(),
+            prompt_tokens: seq.req.prompt.len(),
+            completion_tokens: seq.generated,
+        });
+        seq.finished = Some(reason);
+    }
+
+    fn token_logprob(&self, s: Sampled, logits: &[f32], top: usize) -> TokenLogprob {
+        let piece = |id: u32| self.tokenizer.decode(&[id], false).unwrap_or_default();
+        let mut best: Vec<usize> = (0..logits.len()).collect();
+        let k = top.min(best.len());
+        if k > 0 {
+            best.select_nth_unstable_by(k - 1, |&a, &b| logits[b].total_cmp(&logits[a]));
+            best.truncate(k);
+            best.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]));
+        }
+        let lse = log_sum_exp(logits);
+        TokenLogprob {
+            token: piece(s.token),
+            logprob: s.logprob,
+            top: best[..k]
+                .iter()
+                .map(|&i| (piece(i as u32), (logits[i] as f64 - lse) as f32))
+                .collect(),
+        }
+    }
+
+    /// Drops finished sequences together with their states.
+    fn retire(&mut self) {
+        let mut i = 0;
+        while i < self.active.len() {
+            if self.active[i].finished.is_some() {
+                self.active.swap_remove(i);
+                self.states.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        self.metrics
+            .running
+            .store(self.active.len() as u64, Relaxed);
+    }
+}
+
+fn log_sum_exp(logits: &[f32]) -> f64 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    max + logits
+        .iter()
+        .map(|&l| (l as f64 - max).exp())
+        .sum::<f64>()
+        .ln()
+}

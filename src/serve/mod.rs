@@ -1,0 +1,79 @@
+//! `serve`: an OpenAI-compatible HTTP server running the model with continuous batching, plus agent
+//! mode (the complete harness-driven host behind `POST /v1/agent`).
+//!
+//! Layout: [`engine`] (the batching loop that owns the model) · [`model`] (the burn model as an engine
+//! step) · [`detok`] (text deltas and stop strings) · [`guide`] (schema-guided forced tool calls) ·
+//! [`protocol`] (request parsing) · [`chat`] and [`stream`] (the chat endpoint and its SSE chunks) ·
+//! [`agent`] · [`server`] (routes, auth, limits, shutdown) · [`metrics`] · [`error`] · [`cli`].
+
+pub mod agent;
+pub mod chat;
+pub mod cli;
+pub mod detok;
+pub mod engine;
+pub mod error;
+pub mod guide;
+pub mod metrics;
+pub mod model;
+pub mod protocol;
+pub mod server;
+pub mod stream;
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokenizers::Tokenizer;
+
+use crate::chat::{ChatTemplate, ToolCallFormat};
+use engine::{EngineConfig, StepModel};
+use metrics::Metrics;
+use server::{App, AppState};
+
+/// Settings of one server instance apart from the model itself.
+#[derive(Debug, Clone)]
+pub struct AppOptions {
+    pub model_name: String,
+    pub random_weights: bool,
+    pub format: ToolCallFormat,
+    pub timeout: Duration,
+    pub default_max_tokens: usize,
+    pub api_key: Option<String>,
+    pub engine: EngineConfig,
+}
+
+/// End-of-turn tokens of the Qwen chat format that end generation when the tokenizer has them.
+const END_TOKENS: [&str; 2] = ["<|im_end|>", "<|endoftext|>"];
+
+/// Starts the engine on `model` and assembles the shared state the routes serve from.
+pub fn build_app<M: StepModel>(
+    model: M,
+    tokenizer: Tokenizer,
+    template: ChatTemplate,
+    options: &AppOptions,
+    agent: Option<agent::AgentService>,
+) -> (App, JoinHandle<()>) {
+    let metrics = Arc::new(Metrics::default());
+    let tokenizer = Arc::new(tokenizer);
+    let stop_token_ids = END_TOKENS
+        .iter()
+        .filter_map(|t| tokenizer.token_to_id(t))
+        .collect();
+    let (engine, thread) = engine::spawn(model, tokenizer.clone(), options.engine, metrics.clone());
+    let app = Arc::new(AppState {
+        engine,
+        tokenizer,
+        template,
+        format: options.format,
+        model_name: options.model_name.clone(),
+        random_weights: options.random_weights,
+        metrics,
+        timeout: options.timeout,
+        default_max_tokens: options.default_max_tokens,
+        stop_token_ids,
+        api_key: options.api_key.clone(),
+        agent,
+        created: server::unix_time(),
+    });
+    (app, thread)
+}

@@ -1,0 +1,336 @@
+//! Reading a `POST /v1/chat/completions` body into typed settings, field by field, so every rejection
+//! names the field at fault (`param`) and says what is accepted. Unknown fields are ignored, as vLLM
+//! ignores them (clients send vendor extras).
+
+use axum::http::StatusCode;
+use serde_json::{Map, Value};
+
+use super::error::ApiError;
+use crate::model::sampling::SamplingParams;
+use crate::record::Tool;
+
+/// OpenAI allows at most four stop sequences.
+const MAX_STOP: usize = 4;
+/// OpenAI's limit for `top_logprobs`.
+const MAX_TOP_LOGPROBS: usize = 20;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolChoice {
+    /// Tools are shown to the model but its output is not parsed for calls.
+    None,
+    /// The model decides; calls it writes are parsed.
+    Auto,
+    /// Exactly one call, to a tool the model picks (schema-guided).
+    Required,
+    /// Exactly one call to this tool (schema-guided).
+    Named(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    pub model: Option<String>,
+    /// Messages as JSON, exactly as the chat template receives them.
+    pub messages: Vec<Value>,
+    pub tools: Vec<Tool>,
+    pub tool_choice: ToolChoice,
+    pub params: SamplingParams,
+    pub top_logprobs: usize,
+    pub stream: bool,
+    pub include_usage: bool,
+    /// vLLM's `chat_template_kwargs` (e.g. `enable_thinking`).
+    pub template_kwargs: Map<String, Value>,
+}
+
+/// Parses and validates a request body. `default_max_tokens` applies when the client sets no limit.
+pub fn parse_chat(body: &[u8], default_max_tokens: usize) -> Result<ChatRequest, ApiError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?;
+    let Value::Object(obj) = value else {
+        return Err(ApiError::bad_request("the body must be a JSON object"));
+    };
+    let f = Fields(&obj);
+    let messages = f.messages()?;
+    let tools: Vec<Tool> = match obj.get("tools") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+            ApiError::field("tools", format!("`tools` must be a list of {{\"type\": \"function\", \"function\": {{\"name\", ...}}}}: {e}"))
+        })?,
+    };
+    if let Some(t) = tools
+        .iter()
+        .find(|t| t.kind != "function" || t.function.name.is_empty())
+    {
+        return Err(ApiError::field(
+            "tools",
+            format!(
+                "unsupported tool {:?}: only named function tools are served",
+                t.function.name
+            ),
+        ));
+    }
+    let tool_choice = f.tool_choice(&tools)?;
+    if let Some(n) = f.uint("n")? {
+        if n != 1 {
+            return Err(ApiError {
+                status: StatusCode::UNPROCESSABLE_ENTITY,
+                message: format!("n={n} is not supported; this server returns one choice"),
+                param: Some("n".into()),
+            });
+        }
+    }
+    let max_tokens = match f.uint("max_completion_tokens")? {
+        Some(n) => Some(n),
+        None => f.uint("max_tokens")?,
+    };
+    let logprobs = f.bool("logprobs")?.unwrap_or(false);
+    let top_logprobs = f.uint("top_logprobs")?.unwrap_or(0);
+    if top_logprobs > MAX_TOP_LOGPROBS {
+        return Err(ApiError::field(
+            "top_logprobs",
+            format!("top_logprobs must be between 0 and {MAX_TOP_LOGPROBS}"),
+        ));
+    }
+    if top_logprobs > 0 && !logprobs {
+        return Err(ApiError::field(
+            "top_logprobs",
+            "top_logprobs needs \"logprobs\": true",
+        ));
+    }
+    let params = SamplingParams {
+        temperature: f.number("temperature")?.unwrap_or(1.0) as f32,
+        top_p: f.number("top_p")?.unwrap_or(1.0) as f32,
+        top_k: f.top_k()?,
+        seed: f.seed()?,
+        max_tokens: max_tokens.unwrap_or(default_max_tokens),
+        stop: f.stop()?,
+        stop_token_ids: Vec::new(),
+        logprobs,
+    };
+    if params.temperature > 2.0 {
+        return Err(ApiError::field(
+            "temperature",
+            "temperature must be between 0 and 2",
+        ));
+    }
+    params.validate().map_err(|e| {
+        let msg = e.to_string();
+        let param = ["temperature", "top_p", "max_tokens", "stop"]
+            .into_iter()
+            .find(|p| msg.starts_with(p));
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: msg.clone(),
+            param: param.map(str::to_string),
+        }
+    })?;
+    let stream = f.bool("stream")?.unwrap_or(false);
+    let include_usage = match obj.get("stream_options") {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(o)) => Fields(o)
+            .bool("include_usage")
+            .map_err(|e| ApiError {
+                param: Some("stream_options.include_usage".into()),
+                ..e
+            })?
+            .unwrap_or(false),
+        Some(_) => {
+            return Err(ApiError::field(
+                "stream_options",
+                "stream_options must be an object",
+            ))
+        }
+    };
+    let template_kwargs = match obj.get("chat_template_kwargs") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(o)) => o.clone(),
+        Some(_) => {
+            return Err(ApiError::field(
+                "chat_template_kwargs",
+                "chat_template_kwargs must be an object",
+            ))
+        }
+    };
+    let model = match obj.get("model") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(ApiError::field("model", "model must be a string")),
+    };
+    Ok(ChatRequest {
+        model,
+        messages,
+        tools,
+        tool_choice,
+        params,
+        top_logprobs,
+        stream,
+        include_usage,
+        template_kwargs,
+    })
+}
+
+/// Typed access to the body's fields with errors that name them.
+struct Fields<'a>(&'a Map<String, Value>);
+
+impl Fields<'_> {
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key).filter(|v| !v.is_null())
+    }
+
+    fn number(&self, key: &str) -> Result<Option<f64>, ApiError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| ApiError::field(key, format!("{key} must be a number, got {v}"))),
+        }
+    }
+
+    fn uint(&self, key: &str) -> Result<Option<usize>, ApiError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v.as_u64().map(|n| Some(n as usize)).ok_or_else(|| {
+                ApiError::field(
+                    key,
+                    format!("{key} must be a non-negative integer, got {v}"),
+                )
+            }),
+        }
+    }
+
+    fn bool(&self, key: &str) -> Result<Option<bool>, ApiError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v.as_bool().map(Some).ok_or_else(|| {
+                ApiError::field(key, format!("{key} must be true or false, got {v}"))
+            }),
+        }
+    }
+
+    /// vLLM's extra; -1 and 0 both mean off.
+    fn top_k(&self) -> Result<usize, ApiError> {
+        match self.get("top_k") {
+            None => Ok(0),
+            Some(v) => match v.as_i64() {
+                Some(k) if k >= -1 => Ok(k.max(0) as usize),
+                _ => Err(ApiError::field(
+                    "top_k",
+                    format!("top_k must be an integer >= -1 (-1 or 0 = off), got {v}"),
+                )),
+            },
+        }
+    }
+
+    /// Any integer; without one the stream is seeded from 0, so an unseeded request is reproducible too.
+    fn seed(&self) -> Result<u64, ApiError> {
+        match self.get("seed") {
+            None => Ok(0),
+            Some(v) => v
+                .as_i64()
+                .map(|s| s as u64)
+                .or_else(|| v.as_u64())
+                .ok_or_else(|| {
+                    ApiError::field("seed", format!("seed must be an integer, got {v}"))
+                }),
+        }
+    }
+
+    fn stop(&self) -> Result<Vec<String>, ApiError> {
+        let stops = match self.get("stop") {
+            None => Vec::new(),
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|s| s.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    ApiError::field("stop", "stop must be a string or a list of strings")
+                })?,
+            Some(v) => {
+                return Err(ApiError::field(
+                    "stop",
+                    format!("stop must be a string or a list of strings, got {v}"),
+                ))
+            }
+        };
+        if stops.len() > MAX_STOP {
+            return Err(ApiError::field(
+                "stop",
+                format!("at most {MAX_STOP} stop sequences are allowed"),
+            ));
+        }
+        Ok(stops)
+    }
+
+    fn messages(&self) -> Result<Vec<Value>, ApiError> {
+        let list = match self.get("messages") {
+            None => return Err(ApiError::field("messages", "messages is required")),
+            Some(Value::Array(a)) if !a.is_empty() => a,
+            Some(_) => {
+                return Err(ApiError::field(
+                    "messages",
+                    "messages must be a non-empty list",
+                ))
+            }
+        };
+        for (i, m) in list.iter().enumerate() {
+            let role = m.get("role").and_then(Value::as_str);
+            match role {
+                Some("system" | "developer" | "user" | "assistant" | "tool") => {}
+                _ => return Err(ApiError::field(
+                    &format!("messages[{i}].role"),
+                    format!(
+                        "messages[{i}] needs a role of system, developer, user, assistant or tool"
+                    ),
+                )),
+            }
+            match m.get("content") {
+                None | Some(Value::Null | Value::String(_) | Value::Array(_)) => {}
+                Some(_) => {
+                    return Err(ApiError::field(
+                        &format!("messages[{i}].content"),
+                        format!("messages[{i}].content must be a string, a list of parts or null"),
+                    ))
+                }
+            }
+        }
+        Ok(list.clone())
+    }
+
+    fn tool_choice(&self, tools: &[Tool]) -> Result<ToolChoice, ApiError> {
+        let none_given = if tools.is_empty() {
+            ToolChoice::None
+        } else {
+            ToolChoice::Auto
+        };
+        let choice = match self.get("tool_choice") {
+            None => none_given,
+            Some(Value::String(s)) => match s.as_str() {
+                "none" => ToolChoice::None,
+                "auto" => ToolChoice::Auto,
+                "required" => ToolChoice::Required,
+                other => return Err(ApiError::field("tool_choice", format!("tool_choice must be none, auto, required or a function, got {other:?}"))),
+            },
+            Some(v) => match v.pointer("/function/name").and_then(Value::as_str) {
+                Some(name) if v.get("type").and_then(Value::as_str) == Some("function") => ToolChoice::Named(name.to_string()),
+                _ => return Err(ApiError::field("tool_choice", "a tool_choice object must be {\"type\": \"function\", \"function\": {\"name\": ...}}")),
+            },
+        };
+        let needs_tools = matches!(choice, ToolChoice::Required | ToolChoice::Named(_));
+        if needs_tools && tools.is_empty() {
+            return Err(ApiError::field(
+                "tool_choice",
+                "tool_choice requires `tools`",
+            ));
+        }
+        if let ToolChoice::Named(name) = &choice {
+            if !tools.iter().any(|t| &t.function.name == name) {
+                return Err(ApiError::field(
+                    "tool_choice",
+                    format!("tool_choice names {name:?}, which is not in `tools`"),
+                ));
+            }
+        }
+        Ok(choice)
+    }
+}

@@ -1,0 +1,463 @@
+//! The server end to end: a tiny random-weight model behind the real HTTP stack on an ephemeral port,
+//! exercised with a real HTTP client — plain and streamed completions, forced tool calls in both shapes,
+//! stop strings, auth, limits, malformed input, batching under concurrency, agent mode and graceful
+//! shutdown.
+
+mod serve_support;
+
+use std::time::Duration;
+
+use hat::chat::RenderInput;
+use hat::serve::server::HttpLimits;
+use serde_json::{json, Value};
+use serve_support::{options, start, start_with, MODEL};
+
+fn chat_body(extra: Value) -> Value {
+    let mut body = json!({"model": MODEL, "messages": [
+        {"role": "system", "content": "You are a live-stream shopping host."},
+        {"role": "user", "content": "How much is the down jacket?"}], "max_tokens": 12, "temperature": 0});
+    for (k, v) in extra.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    body
+}
+
+async fn post(base: &str, path: &str, body: &Value) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{base}{path}"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// The `data:` payloads of an SSE body.
+async fn post_stream(base: &str, body: &Value) -> Vec<String> {
+    let r = reqwest::Client::new()
+        .post(format!("{base}/v1/chat/completions"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(r.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let text = r.text().await.unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(str::to_string)
+        .collect()
+}
+
+fn weather_tool() -> Value {
+    json!([{"type": "function", "function": {"name": "get_stock", "description": "Stock of a product",
+        "parameters": {"type": "object", "properties": {
+            "product_id": {"type": "string"}, "quantity": {"type": "integer"},
+            "express": {"type": "boolean"}, "color": {"type": "string", "enum": ["red", "black"]}},
+            "required": ["product_id", "quantity", "express", "color"]}}}])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn plain_completion_counts_tokens_and_is_reproducible() {
+    let (server, app, base) = start().await;
+    let (status, a) = post(
+        &base,
+        "/v1/chat/completions",
+        &chat_body(json!({"temperature": 0.9, "seed": 5})),
+    )
+    .await;
+    assert_eq!(status, 200, "{a}");
+    assert_eq!(a["object"], "chat.completion");
+    assert_eq!(a["model"], MODEL);
+    assert_eq!(a["choices"][0]["message"]["role"], "assistant");
+    let usage = &a["usage"];
+    let n = usage["completion_tokens"].as_u64().unwrap();
+    assert!((1..=12).contains(&n));
+    if a["choices"][0]["finish_reason"] == "length" {
+        assert_eq!(n, 12);
+    }
+    // prompt_tokens is the templated conversation's length.
+    let rendered = app
+        .template
+        .render(&RenderInput {
+            messages: chat_body(json!({}))["messages"].as_array().unwrap().clone(),
+            add_generation_prompt: true,
+            ..Default::default()
+        })
+        .unwrap();
+    let expected = app
+        .tokenizer
+        .encode(rendered, false)
+        .unwrap()
+        .get_ids()
+        .len() as u64;
+    assert_eq!(usage["prompt_tokens"].as_u64().unwrap(), expected);
+    assert_eq!(usage["total_tokens"].as_u64().unwrap(), expected + n);
+    // The same seed gives the same sampled text; another seed (almost surely) does not matter here.
+    let (_, b) = post(
+        &base,
+        "/v1/chat/completions",
+        &chat_body(json!({"temperature": 0.9, "seed": 5})),
+    )
+    .await;
+    assert_eq!(
+        a["choices"][0]["message"]["content"],
+        b["choices"][0]["message"]["content"]
+    );
+    let (status, models) = reqwest_get(&base, "/v1/models").await;
+    assert_eq!(status, 200);
+    assert_eq!(models["data"][0]["id"], MODEL);
+    assert_eq!(models["data"][0]["random_weights"], true);
+    server.shutdown().await.unwrap();
+}
+
+async fn reqwest_get(base: &str, path: &str) -> (u16, Value) {
+    let r = reqwest::get(format!("{base}{path}")).await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn streaming_matches_plain_and_reports_usage() {
+    let (server, _app, base) = start().await;
+    let (_, plain) = post(
+        &base,
+        "/v1/chat/completions",
+        &chat_body(json!({"logprobs": true, "top_logprobs": 2})),
+    )
+    .await;
+    let lps = plain["choices"][0]["logprobs"]["content"]
+        .as_array()
+        .unwrap();
+    assert_eq!(
+        lps.len() as u64,
+        plain["usage"]["completion_tokens"].as_u64().unwrap()
+    );
+    assert!(lps.iter().all(|l| l["logprob"].as_f64().unwrap() <= 0.0
+        && l["top_logprobs"].as_array().unwrap().len() == 2));
+    let data = post_stream(
+        &base,
+        &chat_body(json!({"stream": true, "stream_options": {"include_usage": true}})),
+    )
+    .await;
+    assert_eq!(data.last().unwrap(), "[DONE]");
+    let chunks: Vec<Value> = data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    assert!(chunks
+        .iter()
+        .all(|c| c["object"] == "chat.completion.chunk" && c["id"] == chunks[0]["id"]));
+    let content: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(
+        content,
+        plain["choices"][0]["message"]["content"].as_str().unwrap()
+    );
+    let usage = chunks.last().unwrap();
+    assert_eq!(usage["choices"], json!([]));
+    assert_eq!(usage["usage"], plain["usage"]);
+    let finish = &chunks[chunks.len() - 2]["choices"][0]["finish_reason"];
+    assert_eq!(finish, &plain["choices"][0]["finish_reason"]);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stop_string_cuts_the_reply_before_it() {
+    let (server, _app, base) = start().await;
+    let (_, full) = post(
+        &base,
+        "/v1/chat/completions",
+        &chat_body(json!({"max_tokens": 24})),
+    )
+    .await;
+    let text = full["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let chars: Vec<char> = text.chars().collect();
+    assert!(chars.len() >= 6, "need some text to cut: {text:?}");
+    let stop: String = chars[3..5].iter().collect();
+    let (_, cut) = post(
+        &base,
+        "/v1/chat/completions",
+        &chat_body(json!({"max_tokens": 24, "stop": [stop.clone()]})),
+    )
+    .await;
+    let expected = &text[..text.find(&stop).unwrap()];
+    assert_eq!(cut["choices"][0]["message"]["content"], expected);
+    assert_eq!(cut["choices"][0]["finish_reason"], "stop");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn forced_tool_call_plain_and_streamed() {
+    let (server, _app, base) = start().await;
+    let extra = json!({"tools": weather_tool(), "tool_choice": {"type": "function", "function": {"name": "get_stock"}}, "max_tokens": 200});
+    let (status, plain) = post(&base, "/v1/chat/completions", &chat_body(extra.clone())).await;
+    assert_eq!(status, 200, "{plain}");
+    let choice = &plain["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls");
+    assert!(choice["message"]["content"].is_null());
+    let call = &choice["message"]["tool_calls"][0];
+    assert_eq!(call["type"], "function");
+    assert_eq!(call["function"]["name"], "get_stock");
+    let args: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert!(args["product_id"].is_string());
+    assert!(args["quantity"].is_u64());
+    assert!(args["express"].is_boolean());
+    assert!(["red", "black"].contains(&args["color"].as_str().unwrap()));
+
+    let mut body = chat_body(extra);
+    body["stream"] = json!(true);
+    let data = post_stream(&base, &body).await;
+    let chunks: Vec<Value> = data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let deltas: Vec<&Value> = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"].get("tool_calls"))
+        .map(|t| &t[0])
+        .collect();
+    assert!(deltas.len() >= 2);
+    // First delta: index, id, type and name, empty arguments; then argument fragments only.
+    assert_eq!(deltas[0]["index"], 0);
+    assert!(deltas[0]["id"].as_str().unwrap().starts_with("call_"));
+    assert_eq!(deltas[0]["type"], "function");
+    assert_eq!(deltas[0]["function"]["name"], "get_stock");
+    assert_eq!(deltas[0]["function"]["arguments"], "");
+    for d in &deltas[1..] {
+        assert_eq!(d["index"], 0);
+        assert!(d.get("id").is_none() && d["function"].get("name").is_none());
+    }
+    let streamed: String = deltas
+        .iter()
+        .filter_map(|d| d["function"]["arguments"].as_str())
+        .collect();
+    assert_eq!(streamed, call["function"]["arguments"].as_str().unwrap());
+    assert_eq!(
+        chunks.last().unwrap()["choices"][0]["finish_reason"],
+        "tool_calls"
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn api_key_is_required_on_v1_only() {
+    let mut opts = options();
+    opts.api_key = Some("sekret".into());
+    let (server, _app, base) = start_with(
+        opts,
+        HttpLimits {
+            max_body_bytes: 1 << 20,
+        },
+        false,
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let url = format!("{base}/v1/chat/completions");
+    for auth in [None, Some("Bearer wrong")] {
+        let mut r = client.post(&url).json(&chat_body(json!({})));
+        if let Some(a) = auth {
+            r = r.header("authorization", a);
+        }
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 401);
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["code"], 401);
+        assert_eq!(body["error"]["type"], "AuthenticationError");
+    }
+    let ok = client
+        .post(&url)
+        .bearer_auth("sekret")
+        .json(&chat_body(json!({})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    assert_eq!(reqwest_get(&base, "/health").await.0, 200);
+    assert_eq!(reqwest_get(&base, "/v1/models").await.0, 401);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_requests_get_4xx_and_serving_continues() {
+    let (server, _app, base) = start_with(
+        options(),
+        HttpLimits {
+            max_body_bytes: 4096,
+        },
+        false,
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let url = format!("{base}/v1/chat/completions");
+    let raw = |body: &'static str| {
+        client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let r = raw("{\"messages\": [").await.unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let e: Value = r.json().await.unwrap();
+    assert!(e["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not valid JSON"));
+
+    let cases = [
+        (json!({"temperature": "hot"}), "temperature"),
+        (json!({"max_tokens": -3}), "max_tokens"),
+        (json!({"messages": []}), "messages"),
+        (
+            json!({"messages": [{"role": "wizard", "content": "hi"}]}),
+            "messages[0].role",
+        ),
+        (json!({"stop": [1, 2]}), "stop"),
+        (json!({"tool_choice": "required"}), "tool_choice"),
+        (json!({"top_logprobs": 3}), "top_logprobs"),
+    ];
+    for (extra, param) in cases {
+        let (status, body) = post(&base, "/v1/chat/completions", &chat_body(extra.clone())).await;
+        assert_eq!(status, 400, "{extra} → {body}");
+        assert_eq!(body["error"]["param"], param, "{body}");
+    }
+    let (status, body) = post(
+        &base,
+        "/v1/chat/completions",
+        &chat_body(json!({"model": "gpt-9"})),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["param"].clone()),
+        (404, json!("model"))
+    );
+    let big = chat_body(json!({"messages": [{"role": "user", "content": "x".repeat(10_000)}]}));
+    let (status, body) = post(&base, "/v1/chat/completions", &big).await;
+    assert_eq!(status, 413);
+    assert_eq!(body["error"]["code"], 413);
+    assert_eq!(reqwest_get(&base, "/v2/nothing").await.0, 404);
+    let (status, _) = post(&base, "/v1/chat/completions", &chat_body(json!({}))).await;
+    assert_eq!(status, 200);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_requests_all_succeed_in_shared_batches() {
+    let (server, app, base) = start().await;
+    let jobs: Vec<_> = (0..12)
+        .map(|i| {
+            let base = base.clone();
+            tokio::spawn(async move {
+                post(
+                    &base,
+                    "/v1/chat/completions",
+                    &chat_body(json!({"seed": i, "temperature": 1.0, "max_tokens": 16})),
+                )
+                .await
+            })
+        })
+        .collect();
+    for j in jobs {
+        let (status, body) = j.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+    }
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let max_batch: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("hat_max_running_batch_size "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(max_batch > 1, "requests were never batched together");
+    assert!(
+        metrics.contains("hat_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 12")
+    );
+    assert!(metrics.contains("hat_request_ttft_seconds_count 12"));
+    assert_eq!(
+        app.metrics
+            .queue_depth
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn shutdown_finishes_requests_in_flight() {
+    let (server, _app, base) = start().await;
+    let in_flight: Vec<_> = (0..3)
+        .map(|i| {
+            let base = base.clone();
+            tokio::spawn(async move {
+                post(
+                    &base,
+                    "/v1/chat/completions",
+                    &chat_body(json!({"seed": i, "temperature": 1.0, "max_tokens": 48})),
+                )
+                .await
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.shutdown().await.unwrap();
+    for j in in_flight {
+        let (status, body) = j.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert!(body["usage"]["completion_tokens"].as_u64().unwrap() > 0);
+    }
+    assert!(
+        reqwest::get(format!("{base}/health")).await.is_err(),
+        "still accepting after shutdown"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn agent_mode_runs_the_harness_and_returns_the_trajectory() {
+    let (server, _app, base) = start_with(
+        options(),
+        HttpLimits {
+            max_body_bytes: 1 << 20,
+        },
+        true,
+    )
+    .await;
+    let tasks = std::fs::read_to_string("testdata/replay/default.jsonl").unwrap();
+    let mut record: Value = serde_json::from_str(tasks.lines().next().unwrap()).unwrap();
+    record["hat_agent"] = json!({"return_trajectory": true, "max_tokens": 8});
+    let (status, body) = post(&base, "/v1/agent", &record).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["object"], "hat.agent.turn");
+    assert!(body["reply"].is_string());
+    assert!(
+        body["success"].is_boolean(),
+        "the replay task has ground truth"
+    );
+    let traj = &body["trajectory"];
+    assert_eq!(traj["messages"][0]["role"], "system");
+    assert!(
+        traj["messages"][0]["content"].as_str().unwrap().len() > 100,
+        "the harness prompt pipeline ran"
+    );
+    assert!(body["rounds"].as_u64().unwrap() >= 1);
+    // Without --harness, agent mode is off.
+    let (plain_server, _, plain_base) = start().await;
+    assert_eq!(post(&plain_base, "/v1/agent", &record).await.0, 404);
+    plain_server.shutdown().await.unwrap();
+    server.shutdown().await.unwrap();
+}
