@@ -327,3 +327,113 @@ fn bad_inputs_are_errors_that_say_what_is_wrong() {
         .decode_step(&[1, 2], std::slice::from_mut(&mut cache))
         .is_err());
 }
+
+/// A `tiny` model saved with a small BPE tokenizer and the Qwen3 chat template.
+fn tiny_dir(seed: u64) -> tempfile::TempDir {
+    use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
+    let corpus: Vec<String> = (0..300)
+        .map(|i| {
+            format!(
+                "宝宝们，这款羽绒服现在只要¥{}，库存还有{}件！ price {} left {}",
+                100 + i,
+                i % 37,
+                i,
+                i % 5
+            )
+        })
+        .collect();
+    let tok = train_bpe(
+        corpus,
+        &TrainOptions {
+            vocab_size: 400,
+            min_frequency: 2,
+        },
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    save_hf(&tok, dir.path(), QWEN3_CHAT_TEMPLATE, 4096).unwrap();
+    let cfg = preset("tiny", Some(tok.get_vocab_size(true))).unwrap();
+    let m = CausalLm::<B>::init(&cfg, seed, &Default::default()).unwrap();
+    hat::model::checkpoint::save(&m, dir.path(), Default::default()).unwrap();
+    dir
+}
+
+#[test]
+fn text_stop_strings_cut_the_text_and_end_generation() {
+    let dir = tiny_dir(6);
+    let g = TextGenerator::<B>::load(dir.path(), &Default::default()).unwrap();
+    let prompt = vec!["库存还有".to_string()];
+    // Sample a varied continuation, then stop at a piece of its middle.
+    let p = SamplingParams {
+        seed: 2,
+        max_tokens: 24,
+        ..Default::default()
+    };
+    let free = g.generate_text(&prompt, &[p.clone()]).unwrap().remove(0);
+    let chars: Vec<char> = free.text.chars().collect();
+    assert!(
+        chars.len() > 8,
+        "continuation too short to test: {:?}",
+        free.text
+    );
+    let stop: String = chars[5..7].iter().collect();
+    let cut = free.text.find(&stop).unwrap();
+    let stopped = g
+        .generate_text(
+            &prompt,
+            &[SamplingParams {
+                stop: vec![stop.clone()],
+                ..p
+            }],
+        )
+        .unwrap()
+        .remove(0);
+    assert_eq!(stopped.text, free.text[..cut], "stop {stop:?}");
+    assert_eq!(stopped.generation.finish_reason, FinishReason::Stop);
+    assert!(stopped.generation.tokens.len() < free.generation.tokens.len());
+    assert_eq!(
+        stopped.generation.tokens,
+        free.generation.tokens[..stopped.generation.tokens.len()]
+    );
+}
+
+#[test]
+fn local_policy_answers_a_conversation_with_tools() {
+    use hat::policy::local::{LocalOptions, LocalPolicy};
+    use hat::policy::{Conversation, Policy};
+    use hat::record::{Message, Role, Tool};
+    let dir = tiny_dir(7);
+    let policy = LocalPolicy::load(
+        dir.path(),
+        LocalOptions {
+            sampling: SamplingParams {
+                max_tokens: 16,
+                seed: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let tools: Vec<Tool> =
+        serde_json::from_value(serde_json::json!([{"type": "function", "function": {
+        "name": "check_inventory", "description": "stock of a product",
+        "parameters": {"type": "object", "properties": {"sku": {"type": "string"}}}}}]))
+        .unwrap();
+    let messages = vec![
+        Message::text(Role::System, "你是直播间主播。"),
+        Message::text(Role::User, "羽绒服还有货吗？"),
+    ];
+    let conv = Conversation {
+        messages: &messages,
+        tools: &tools,
+        turn_start: 2,
+        task: None,
+    };
+    let a = policy.respond(&conv).unwrap();
+    let b = policy.respond(&conv).unwrap();
+    assert_eq!(a.role, Role::Assistant);
+    assert!(!a.text_content().is_empty() || !a.tool_calls.is_empty());
+    assert_eq!(a, b, "same conversation and seed, same reply");
+    assert!(policy.name().starts_with("local:"));
+}

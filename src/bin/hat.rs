@@ -35,6 +35,9 @@ enum Group {
     /// Train the embedded default's byte-level BPE tokenizer; encode text.
     #[command(subcommand)]
     Tokenizer(hat::tokenizer_cli::TokenizerCommand),
+    /// Model checkpoints: summary, raw logits, text generation, random-initialised presets.
+    #[command(subcommand)]
+    Model(hat::model::cli::ModelCommand),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
         Group::Chat(cmd) => hat::chat::cli::run(cmd, &mut std::io::stdin().lock(), &mut out),
         Group::Sim(cmd) => hat::sim::cli::run(cmd, &mut err),
         Group::Tokenizer(cmd) => hat::tokenizer_cli::run(cmd, &mut out, &mut err),
+        Group::Model(cmd) => hat::model::cli::run(cmd, &mut out, &mut err),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -49,12 +49,10 @@ pub fn info(dir: &Path) -> Result<Value> {
 pub fn logits(dir: &Path, ids: &[u32]) -> Result<Vec<Vec<f32>>> {
     let device = Default::default();
     let model = CausalLm::<NdArray<f32>>::load(dir, &device)?;
-    if let Some(&bad) = ids.iter().find(|&&i| i as usize >= model.config.vocab_size) {
-        return Err(anyhow!(
-            "token id {bad} is outside the vocabulary (size {})",
-            model.config.vocab_size
-        ));
+    if ids.is_empty() {
+        return Err(anyhow!("no token ids given"));
     }
+    model.check_tokens(ids, 0, 0)?;
     let out = model.forward(ids_tensor(&[ids.to_vec()], &device)?);
     let v = out.logits.dims()[2];
     let flat = out

@@ -8,6 +8,7 @@
 pub mod attention;
 pub mod cache;
 pub mod checkpoint;
+pub mod cli;
 pub mod config;
 pub mod decoder;
 pub mod gated_deltanet;

@@ -2,6 +2,7 @@
 //! OpenAI-compatible endpoint and (later) the local model all sit behind [`Policy`], so the agent runtime
 //! and every stage that rolls out episodes treat them alike.
 
+pub mod local;
 pub mod openai;
 pub mod oracle;
 

@@ -13,6 +13,9 @@ use crate::agent::rollout::{run_batch, Summary};
 use crate::agent::{Agent, SimEnv};
 use crate::harness::Harness;
 use crate::jsonl::{JsonlArgs, JsonlWriter};
+use crate::chat::ToolCallFormat;
+use crate::model::sampling::SamplingParams;
+use crate::policy::local::{LocalOptions, LocalPolicy};
 use crate::policy::openai::{OpenAi, OpenAiConfig};
 use crate::policy::oracle::Oracle;
 use crate::policy::Policy;
@@ -92,6 +95,8 @@ pub struct TasksArgs {
 pub enum PolicyKind {
     Oracle,
     Openai,
+    /// A local checkpoint directory (`--model-dir`), run on the CPU.
+    Local,
 }
 
 #[derive(Debug, Args)]
@@ -117,6 +122,12 @@ pub struct RolloutArgs {
     pub seed: u64,
     #[arg(long, value_enum, default_value_t = PolicyKind::Oracle)]
     pub policy: PolicyKind,
+    /// Checkpoint directory of `--policy local` (weights, tokenizer.json, chat template).
+    #[arg(long, value_name = "DIR", required_if_eq("policy", "local"))]
+    pub model_dir: Option<PathBuf>,
+    /// Most tokens per reply of `--policy local`.
+    #[arg(long, default_value_t = 512)]
+    pub max_tokens: usize,
     /// OpenAI-compatible base URL (with /v1).
     #[arg(long, default_value = "http://localhost:8000/v1")]
     pub url: String,
@@ -207,6 +218,22 @@ fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
             cfg.retries = a.retries;
             cfg.temperature = a.temperature;
             Box::new(OpenAi::new(cfg))
+        }
+        PolicyKind::Local => {
+            let dir = a.model_dir.as_deref().context("--policy local needs --model-dir DIR")?;
+            let options = LocalOptions {
+                tool_call_format: match harness.manifest().model.tool_call_format {
+                    crate::harness::ToolCallFormat::HermesJson => ToolCallFormat::Hermes,
+                    crate::harness::ToolCallFormat::Qwen3Xml => ToolCallFormat::Qwen3Xml,
+                },
+                sampling: SamplingParams {
+                    temperature: a.temperature as f32,
+                    seed: a.seed,
+                    max_tokens: a.max_tokens,
+                    ..SamplingParams::default()
+                },
+            };
+            Box::new(LocalPolicy::load(dir, options)?)
         }
     };
     if a.concurrency == 0 {

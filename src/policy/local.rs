@@ -1,0 +1,136 @@
+//! The policy of a local checkpoint: render the conversation and tools with the model's chat
+//! template, generate, and take the reply apart into content, reasoning and tool calls.
+//!
+//! A reply whose tool calls do not parse is returned as raw text: the agent runtime parses
+//! text-form calls itself and feeds the error back to the model, so the episode goes on.
+
+use super::{Conversation, Policy};
+use crate::chat::{parse_assistant_output, ToolCallFormat};
+use crate::model::generate::TextGenerator;
+use crate::model::sampling::SamplingParams;
+use crate::record::{FunctionCall, Message, Role, ToolCall};
+use crate::sim::rng::Rng;
+use anyhow::{anyhow, Context, Result};
+use burn::backend::NdArray;
+use burn::prelude::*;
+use serde_json::{Map, Value as Json};
+use std::path::Path;
+use std::sync::Mutex;
+
+/// How the local policy generates and reads tool calls.
+#[derive(Debug, Clone)]
+pub struct LocalOptions {
+    /// The format the model writes tool calls in (the harness's `tool_call_format`).
+    pub tool_call_format: ToolCallFormat,
+    /// Sampling of each reply. `seed` is the base seed: each reply draws from a stream derived
+    /// from it and the rendered prompt, so a rerun reproduces every episode.
+    pub sampling: SamplingParams,
+}
+
+impl Default for LocalOptions {
+    fn default() -> Self {
+        Self {
+            tool_call_format: ToolCallFormat::Hermes,
+            sampling: SamplingParams {
+                temperature: 0.0,
+                max_tokens: 512,
+                ..SamplingParams::default()
+            },
+        }
+    }
+}
+
+/// A checkpoint directory behind [`Policy`].
+pub struct LocalPolicy<B: Backend = NdArray<f32>> {
+    name: String,
+    /// Generation takes the whole model; concurrent episodes take turns.
+    generator: Mutex<TextGenerator<B>>,
+    options: LocalOptions,
+}
+
+impl LocalPolicy<NdArray<f32>> {
+    /// Loads `dir` (weights, `tokenizer.json`, `tokenizer_config.json` with the chat template)
+    /// on the CPU.
+    pub fn load(dir: &Path, options: LocalOptions) -> Result<Self> {
+        let generator = TextGenerator::load(dir, &Default::default())
+            .with_context(|| format!("loading the local policy from {}", dir.display()))?;
+        Self::new(generator, &format!("local:{}", dir.display()), options)
+    }
+}
+
+impl<B: Backend> LocalPolicy<B> {
+    pub fn new(generator: TextGenerator<B>, name: &str, options: LocalOptions) -> Result<Self> {
+        options.sampling.validate()?;
+        if generator.template.is_none() {
+            return Err(anyhow!(
+                "{name} has no chat template; add `chat_template` to tokenizer_config.json"
+            ));
+        }
+        Ok(Self {
+            name: name.to_string(),
+            generator: Mutex::new(generator),
+            options,
+        })
+    }
+}
+
+impl<B: Backend> Policy for LocalPolicy<B>
+where
+    TextGenerator<B>: Send,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn respond(&self, conv: &Conversation<'_>) -> Result<Message> {
+        let messages = conv
+            .messages
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<Json>, _>>()?;
+        let tools = conv
+            .tools
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<Json>, _>>()?;
+        let generator = self
+            .generator
+            .lock()
+            .map_err(|_| anyhow!("the local model panicked in another episode"))?;
+        let prompt = generator.render_chat(&messages, (!tools.is_empty()).then_some(&tools[..]))?;
+        let params = SamplingParams {
+            seed: Rng::derive(self.options.sampling.seed, &prompt).next_u64(),
+            ..self.options.sampling.clone()
+        };
+        let text = generator
+            .generate_text(&[prompt], &[params])?
+            .remove(0)
+            .text;
+        drop(generator);
+        Ok(to_message(&text, self.options.tool_call_format, &tools))
+    }
+}
+
+/// The assistant message of a generated reply; raw text when its tool calls do not parse.
+fn to_message(text: &str, format: ToolCallFormat, tools: &[Json]) -> Message {
+    let Ok(out) = parse_assistant_output(text, format, Some(tools)) else {
+        return Message::text(Role::Assistant, text);
+    };
+    let mut msg = Message::text(Role::Assistant, out.content);
+    msg.reasoning_content = out.reasoning;
+    msg.tool_calls = out
+        .tool_calls
+        .into_iter()
+        .map(|c| ToolCall {
+            // The runtime numbers calls per round.
+            id: String::new(),
+            kind: "function".into(),
+            function: FunctionCall {
+                name: c.name,
+                arguments: Json::Object(c.arguments).to_string(),
+            },
+            extra: Map::new(),
+        })
+        .collect();
+    msg
+}
