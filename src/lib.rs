@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod chat;
+pub mod distill;
 pub mod harness;
 pub mod hsa;
 pub mod jsonl;
@@ -18,3 +19,4 @@ pub mod serve;
 pub mod sim;
 pub mod tokenizer;
 pub mod tokenizer_cli;
+pub mod train;

@@ -1,0 +1,70 @@
+//! `teacher-distill`: HSA-SFT. `collect` rolls out a teacher under the original harness and HSA variants
+//! and keeps the trajectories the judge passes; `train` fine-tunes a model on them with loss on policy
+//! tokens only. Logic lives in `hat::distill` and `hat::train`; this file picks the backend.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use hat::distill::cli::{collect, train, CollectArgs, TrainArgs};
+
+#[cfg(not(feature = "cuda"))]
+type Backend = burn::backend::Autodiff<burn::backend::NdArray<f32>>;
+#[cfg(feature = "cuda")]
+type Backend = burn::backend::Autodiff<burn::backend::Cuda<f32>>;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "teacher-distill",
+    version,
+    about = "HSA-SFT: collect filtered teacher trajectories, train on them"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Roll out the teacher under the original harness and HSA variants; keep what the judge passes.
+    Collect(CollectArgs),
+    /// Supervised fine-tuning on trajectories (loss on assistant tokens only); Ctrl-C saves a checkpoint.
+    Train(TrainArgs),
+}
+
+/// Ctrl-C sets the flag; the trainer finishes its step, checkpoints and exits. A second Ctrl-C kills.
+fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    // SAFETY: the handler only touches an atomic and calls `_exit`, both async-signal-safe.
+    unsafe {
+        signal_hook_registry::register(libc::SIGINT, move || {
+            if f.swap(true, Ordering::SeqCst) {
+                libc::_exit(130);
+            }
+        })?;
+    }
+    Ok(flag)
+}
+
+fn run(cli: &Cli) -> Result<()> {
+    match &cli.command {
+        Command::Collect(a) => collect(a),
+        Command::Train(a) => {
+            let stop = stop_flag()?;
+            train::<Backend>(a, &stop, &Default::default())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(&Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("teacher-distill: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! `teacher-distill` subcommands: `collect` (teacher data) and `train` (SFT). The binary picks the burn
+//! backend and calls these.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use burn::tensor::backend::AutodiffBackend;
+use clap::Args;
+use serde_json::json;
+
+use super::collect::{self, Filter, Summary};
+use crate::agent::SimEnv;
+use crate::harness::Harness;
+use crate::hsa::{Config as HsaConfig, Pool, Selection, Spec};
+use crate::jsonl::JsonlArgs;
+use crate::judge::verifiable::TokenCounter;
+use crate::model::{presets, CausalLm};
+use crate::policy::openai::{OpenAi, OpenAiConfig};
+use crate::policy::Policy;
+use crate::record::Trajectory;
+use crate::sim::cli::CatalogSource;
+use crate::sim::faults::FaultPlan;
+use crate::train::data::load_views;
+use crate::train::optim::AdamWConfig;
+use crate::train::trainer::{self, RunDirs, TrainConfig, TrainData};
+use crate::train::view::{check_tokenizer_fits, ViewBuilder};
+
+#[derive(Debug, Args)]
+pub struct CollectArgs {
+    /// Harness directory (the original harness).
+    #[arg(long)]
+    pub harness: PathBuf,
+    /// Task JSONL from `hat sim tasks` (same as --input).
+    #[arg(long, value_name = "FILE")]
+    pub tasks: Option<String>,
+    #[command(flatten)]
+    pub io: JsonlArgs,
+    #[command(flatten)]
+    pub catalog: CatalogSource,
+    /// HSA variants of the harness, drawn from the train pool (0 = original harness only).
+    #[arg(long, default_value_t = 8)]
+    pub variants: usize,
+    /// Share of tasks played under the original harness; the rest go to variants.
+    #[arg(long, default_value_t = 0.25)]
+    pub original_share: f64,
+    /// HSA config (configs/hsa.toml); built-in defaults without.
+    #[arg(long, value_name = "FILE")]
+    pub hsa_config: Option<PathBuf>,
+    /// Injected tool faults, e.g. `timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03`.
+    #[arg(long, default_value = "")]
+    pub faults: FaultPlan,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// OpenAI-compatible teacher base URL (with /v1); the scripted oracle without.
+    #[arg(long)]
+    pub teacher_url: Option<String>,
+    #[arg(long, default_value = "default")]
+    pub teacher_model: String,
+    /// API key (or OPENAI_API_KEY).
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Per-request timeout in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub request_timeout: u64,
+    #[arg(long, default_value_t = 2)]
+    pub retries: u32,
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Episodes run at once.
+    #[arg(long, default_value_t = 2)]
+    pub concurrency: usize,
+    /// Keep trajectories with Accuracy at least this.
+    #[arg(long, default_value_t = 1.0)]
+    pub min_accuracy: f64,
+    /// Keep trajectories with Effectiveness at least this.
+    #[arg(long, default_value_t = 1.0)]
+    pub min_effectiveness: f64,
+    /// Probability of keeping a hook-triggered retry in full (otherwise only the final attempt).
+    #[arg(long, default_value_t = 0.1)]
+    pub keep_retry_prob: f64,
+    /// Write the kept/dropped summary here as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+}
+
+pub fn collect(a: &CollectArgs) -> Result<()> {
+    if a.concurrency == 0 {
+        bail!("--concurrency must be at least 1");
+    }
+    if !(0.0..=1.0).contains(&a.original_share) || !(0.0..=1.0).contains(&a.keep_retry_prob) {
+        bail!("--original-share and --keep-retry-prob are probabilities in [0, 1]");
+    }
+    let base = Harness::load(&a.harness)?;
+    let spec = Spec {
+        config: match &a.hsa_config {
+            Some(p) => HsaConfig::load(p)?,
+            None => HsaConfig::default(),
+        },
+        selection: Selection::default(),
+        pool: Pool::Train,
+        keep_skills: Default::default(),
+    };
+    let make_policy = || -> Option<Box<dyn Policy>> {
+        a.teacher_url.as_ref().map(|url| {
+            let mut cfg = OpenAiConfig::new(url, &a.teacher_model);
+            cfg.api_key = a.api_key.clone();
+            cfg.timeout = Duration::from_secs(a.request_timeout.max(1));
+            cfg.retries = a.retries;
+            cfg.temperature = a.temperature;
+            Box::new(OpenAi::new(cfg)) as Box<dyn Policy>
+        })
+    };
+    let settings = collect::settings(&base, &spec, a.variants, a.seed, &make_policy)?;
+    let catalog = a.catalog.load()?;
+    let env = SimEnv {
+        catalog: &catalog,
+        faults: &a.faults,
+        seed: a.seed,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(a.concurrency)
+        .build()
+        .context("building the thread pool")?;
+    let mut io = a.io.clone();
+    if let Some(t) = &a.tasks {
+        io.input = t.clone();
+    }
+    let tasks: Vec<Trajectory> = io.records::<Trajectory>()?.collect::<Result<_>>()?;
+    let filter = Filter {
+        min_accuracy: a.min_accuracy,
+        min_effectiveness: a.min_effectiveness,
+        keep_retry_prob: a.keep_retry_prob,
+        seed: a.seed,
+    };
+    let mut summary = Summary::default();
+    let kept = collect::collect(
+        &tasks,
+        &settings,
+        &env,
+        &pool,
+        a.original_share,
+        &filter,
+        &TokenCounter::Approximate,
+        &mut summary,
+        &mut |id, e| eprintln!("teacher-distill collect: {id}: {e:#}"),
+    );
+    let mut w = io.writer()?;
+    for t in &kept {
+        w.write(t)?;
+    }
+    w.finish()?;
+    if let Some(p) = &a.summary {
+        std::fs::write(p, serde_json::to_string_pretty(&summary)? + "\n")
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    eprint!("teacher-distill collect:\n{}", summary.table());
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// Training records (JSONL trajectories, e.g. from `collect`).
+    #[arg(long, value_name = "FILE")]
+    pub records: String,
+    /// Held-out records for the dev loss.
+    #[arg(long, value_name = "FILE")]
+    pub dev_records: Option<String>,
+    /// Copy records that yield no training view here (reasons in FILE.reasons.jsonl).
+    #[arg(long, value_name = "FILE")]
+    pub rejects: Option<PathBuf>,
+    /// A preset name (`tiny`, `tiny-host`, `small`; vocabulary taken from the tokenizer) or an HF model dir.
+    #[arg(long, default_value = "tiny")]
+    pub model_init: String,
+    /// Tokenizer directory (tokenizer.json + tokenizer_config.json with the chat template).
+    #[arg(long)]
+    pub tokenizer: PathBuf,
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Optimizer steps (max_steps).
+    #[arg(long = "max-steps", visible_alias = "steps", default_value_t = 200)]
+    pub max_steps: usize,
+    #[arg(long = "learning-rate", visible_alias = "lr", default_value_t = 3e-3)]
+    pub learning_rate: f64,
+    /// Padded tokens per micro-batch.
+    #[arg(long, default_value_t = 8192)]
+    pub batch_tokens: usize,
+    #[arg(
+        long = "gradient-accumulation-steps",
+        visible_alias = "grad-accum",
+        default_value_t = 1
+    )]
+    pub gradient_accumulation_steps: usize,
+    /// Warmup steps; overrides --warmup-ratio.
+    #[arg(long = "warmup-steps", visible_alias = "warmup")]
+    pub warmup_steps: Option<usize>,
+    #[arg(long, default_value_t = 0.05)]
+    pub warmup_ratio: f64,
+    #[arg(long, default_value_t = 0.01)]
+    pub weight_decay: f64,
+    /// Global gradient-norm clip (0 = off).
+    #[arg(long = "max-grad-norm", visible_alias = "clip", default_value_t = 1.0)]
+    pub max_grad_norm: f64,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Dev loss every N steps (0 = at the end only).
+    #[arg(
+        long = "eval-steps",
+        visible_alias = "eval-every",
+        default_value_t = 50
+    )]
+    pub eval_steps: usize,
+    /// Checkpoint every N steps (0 = at the end only).
+    #[arg(long, default_value_t = 50)]
+    pub save_steps: usize,
+    /// Longer training sequences are skipped (counted), not truncated.
+    #[arg(long, default_value_t = 4096)]
+    pub max_seq_length: usize,
+    /// Router load-balancing loss weight (default: the model config's router_aux_loss_coef).
+    #[arg(long)]
+    pub router_aux_loss_coef: Option<f64>,
+    /// Weight of the MTP head's loss (0 = off).
+    #[arg(long, default_value_t = 0.0)]
+    pub mtp_loss_weight: f64,
+    /// Continue from the newest checkpoint in --out.
+    #[arg(long)]
+    pub resume: bool,
+    /// Stop (with a checkpoint) after this much training time.
+    #[arg(long)]
+    pub max_train_minutes: Option<f64>,
+    /// Stop (with a checkpoint) after this step, as if interrupted.
+    #[arg(long, hide = true)]
+    pub stop_after: Option<usize>,
+}
+
+/// Runs `train`; `stop` is set by Ctrl-C.
+pub fn train<B: AutodiffBackend>(
+    a: &TrainArgs,
+    stop: &AtomicBool,
+    device: &B::Device,
+) -> Result<()> {
+    let builder = ViewBuilder::from_dir(&a.tokenizer)?;
+    let vocab = builder.tokenizer().get_vocab_size(true);
+    let model: CausalLm<B> = if presets::PRESETS.contains(&a.model_init.as_str()) {
+        CausalLm::init(
+            &presets::preset(&a.model_init, Some(vocab))?,
+            a.seed,
+            device,
+        )?
+    } else {
+        CausalLm::load(std::path::Path::new(&a.model_init), device)?
+    };
+    check_tokenizer_fits(
+        builder.tokenizer(),
+        model.config.vocab_size,
+        builder.end_of_turn(),
+    )
+    .with_context(|| {
+        format!(
+            "tokenizer {} vs model {}",
+            a.tokenizer.display(),
+            a.model_init
+        )
+    })?;
+    let max_len = a.max_seq_length.min(model.config.max_position_embeddings);
+    let (train, summary) = load_views(&a.records, a.rejects.clone(), &builder, max_len)?;
+    eprintln!("train data {}: {}", a.records, json!(summary));
+    let dev = match &a.dev_records {
+        Some(p) => {
+            let (v, s) = load_views(p, None, &builder, max_len)?;
+            eprintln!("dev data {p}: {}", json!(s));
+            v
+        }
+        None => Vec::new(),
+    };
+    if train.is_empty() {
+        bail!(
+            "{}: no record yields a training view ({:?})",
+            a.records,
+            summary.skipped
+        );
+    }
+    let pad = builder
+        .tokenizer()
+        .token_to_id("<|endoftext|>")
+        .unwrap_or(builder.end_of_turn());
+    let cfg = TrainConfig {
+        max_steps: a.max_steps,
+        learning_rate: a.learning_rate,
+        batch_tokens: a.batch_tokens,
+        gradient_accumulation_steps: a.gradient_accumulation_steps,
+        warmup_steps: a
+            .warmup_steps
+            .unwrap_or((a.warmup_ratio * a.max_steps as f64).ceil() as usize),
+        adamw: AdamWConfig {
+            weight_decay: a.weight_decay,
+            ..AdamWConfig::default()
+        },
+        max_grad_norm: a.max_grad_norm,
+        seed: a.seed,
+        eval_steps: a.eval_steps,
+        save_steps: a.save_steps,
+        router_aux_loss_coef: a.router_aux_loss_coef,
+        mtp_loss_weight: a.mtp_loss_weight,
+        stop_after: a.stop_after,
+        max_seconds: a.max_train_minutes.map(|m| m * 60.0),
+    };
+    let data = TrainData { train, dev, pad };
+    let dirs = RunDirs {
+        out: &a.out,
+        tokenizer: &a.tokenizer,
+    };
+    let outcome = trainer::train(&cfg, model, &data, &dirs, a.resume, stop, device)?;
+    let report = json!({"data": summary, "outcome": outcome});
+    std::fs::write(
+        a.out.join("train_summary.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    eprintln!(
+        "teacher-distill train: {} steps{} in {:.0} s, {:.0} tokens/s, last loss {:.4}, dev loss {}; checkpoint {}",
+        outcome.steps,
+        if outcome.interrupted { " (stopped early)" } else { "" },
+        outcome.train_seconds,
+        outcome.tokens_per_second,
+        outcome.last_loss.unwrap_or(f64::NAN),
+        outcome.dev_loss.map_or("-".into(), |d| format!("{d:.4}")),
+        outcome.checkpoint.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,271 @@
+//! `teacher-distill collect`: teacher rollouts under the original harness and HSA variants, scored by the
+//! verifiable judge and filtered into SFT data.
+//!
+//! Per task: a seeded draw picks the original harness (with probability `original_share`) or one of N
+//! variants drawn from the *train* pool; the teacher (oracle or an OpenAI-compatible endpoint) plays the
+//! episode in the simulator with injected tool faults; the judge scores it; it is kept when Accuracy and
+//! Effectiveness reach their thresholds. Hook-triggered retries: by default only the final, accepted
+//! attempt is kept (the failed attempt and the hook's feedback are cut out); with probability
+//! `keep_retry_prob` (seeded per record id) the full retry trajectory is kept, so the model also sees
+//! how to recover.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::agent::rollout::run_batch;
+use crate::agent::{Agent, SimEnv};
+use crate::harness::Harness;
+use crate::hsa::{variant::variant_seed, Spec, Variant};
+use crate::judge::verifiable::{score, TokenCounter};
+use crate::policy::oracle::Oracle;
+use crate::policy::Policy;
+use crate::record::{Message, Role, Trajectory};
+use crate::sim::rng::Rng;
+
+/// Filter settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Filter {
+    pub min_accuracy: f64,
+    pub min_effectiveness: f64,
+    pub keep_retry_prob: f64,
+    pub seed: u64,
+}
+
+/// Kept/dropped counts by reason, and where kept records came from.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub episodes: u64,
+    pub kept: u64,
+    /// reason → count (`accuracy_below_threshold`, `effectiveness_below_threshold`, `rollout_error`).
+    pub dropped: BTreeMap<String, u64>,
+    /// harness label (`original`, `variant-003`) → kept records.
+    pub kept_by_harness: BTreeMap<String, u64>,
+    /// Kept records whose retries were cut to the final attempt / kept in full.
+    pub retries_trimmed: u64,
+    pub retries_kept_full: u64,
+}
+
+impl Summary {
+    fn drop(&mut self, reason: &str) {
+        *self.dropped.entry(reason.to_string()).or_default() += 1;
+    }
+
+    /// A short table for stderr.
+    pub fn table(&self) -> String {
+        let mut s = format!(
+            "{:<34} {:>8}\n{:<34} {:>8}\n{:<34} {:>8}\n",
+            "episodes",
+            self.episodes,
+            "kept",
+            self.kept,
+            "  retries cut to final attempt",
+            self.retries_trimmed
+        );
+        s.push_str(&format!(
+            "{:<34} {:>8}\n",
+            "  retries kept in full", self.retries_kept_full
+        ));
+        for (k, v) in &self.dropped {
+            s.push_str(&format!("{:<34} {:>8}\n", format!("dropped: {k}"), v));
+        }
+        for (k, v) in &self.kept_by_harness {
+            s.push_str(&format!("{:<34} {:>8}\n", format!("kept under {k}"), v));
+        }
+        s
+    }
+}
+
+/// Is this message hook feedback asking for a retry? Within the current turn, user/system messages
+/// come only from hooks; a PreToolUse hook may instead answer through the tool result with an
+/// `invalid_arguments` error.
+fn is_retry_feedback(m: &Message) -> bool {
+    match m.role {
+        Role::User | Role::System | Role::Developer => true,
+        Role::Tool => serde_json::from_str::<Value>(&m.text_content())
+            .ok()
+            .and_then(|v| {
+                v["error"]["code"]
+                    .as_str()
+                    .map(|c| c == "invalid_arguments")
+            })
+            .unwrap_or(false),
+        Role::Assistant => false,
+    }
+}
+
+/// Cuts every failed attempt out of the current turn: for each retry feedback, the assistant message
+/// it answers and everything from there through the feedback. Returns how many attempts were cut.
+pub fn keep_final_attempts(traj: &mut Trajectory) -> usize {
+    let start = traj
+        .meta
+        .get("turn_start")
+        .and_then(Value::as_u64)
+        .unwrap_or(0) as usize;
+    let start = start.min(traj.messages.len());
+    let mut kept: Vec<Message> = traj.messages[..start].to_vec();
+    let mut cut = 0;
+    for m in traj.messages[start..].iter() {
+        if is_retry_feedback(m) {
+            // Drop back to (and including) the assistant message this feedback answers.
+            if let Some(a) = kept[start..]
+                .iter()
+                .rposition(|x| x.role == Role::Assistant)
+            {
+                kept.truncate(start + a);
+                cut += 1;
+                continue;
+            }
+        }
+        kept.push(m.clone());
+    }
+    traj.messages = kept;
+    cut
+}
+
+/// Applies the retry policy and the score thresholds; `None` with the reason when dropped.
+pub fn filter(mut traj: Trajectory, f: &Filter, summary: &mut Summary) -> Option<Trajectory> {
+    let acc = traj.scores.accuracy.unwrap_or(0.0);
+    let eff = traj.scores.effectiveness.unwrap_or(0.0);
+    if acc < f.min_accuracy {
+        summary.drop("accuracy_below_threshold");
+        return None;
+    }
+    if eff < f.min_effectiveness {
+        summary.drop("effectiveness_below_threshold");
+        return None;
+    }
+    let retries = traj
+        .meta
+        .get("retries")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    if retries > 0 {
+        if Rng::derive(f.seed, &format!("keep-retry/{}", traj.id)).chance(f.keep_retry_prob) {
+            summary.retries_kept_full += 1;
+            traj.meta.insert("retry_trajectory".into(), json!("full"));
+        } else {
+            let cut = keep_final_attempts(&mut traj);
+            summary.retries_trimmed += 1;
+            traj.meta
+                .insert("retry_trajectory".into(), json!("final_attempt"));
+            traj.meta.insert("retry_attempts_cut".into(), json!(cut));
+        }
+    }
+    summary.kept += 1;
+    Some(traj)
+}
+
+/// One harness the teacher plays under: the original or a train-pool variant.
+pub struct Setting {
+    pub label: String,
+    pub agent: Agent,
+    pub variant: Option<Variant>,
+    /// The teacher for this harness (the oracle needs the harness's names; an endpoint does not).
+    pub policy: Box<dyn Policy>,
+}
+
+/// The original harness plus `n` train-pool variants, each with its teacher from `make_policy`
+/// (`None` = the oracle).
+pub fn settings(
+    base: &Harness,
+    spec: &Spec,
+    n: usize,
+    seed: u64,
+    make_policy: &dyn Fn() -> Option<Box<dyn Policy>>,
+) -> Result<Vec<Setting>> {
+    let mut out = Vec::with_capacity(n + 1);
+    let names = crate::record::Names::default();
+    out.push(Setting {
+        label: "original".into(),
+        agent: Agent::new(base, names.clone())?,
+        variant: None,
+        policy: make_policy().unwrap_or_else(|| Box::new(Oracle::new(base, names))),
+    });
+    for i in 0..n {
+        let v = Variant::draw(base, spec, variant_seed(seed, i as u64))
+            .with_context(|| format!("drawing HSA variant {i}"))?;
+        out.push(Setting {
+            label: format!("variant-{i:03}"),
+            agent: Agent::new(&v.harness, v.names.clone())?,
+            policy: make_policy()
+                .unwrap_or_else(|| Box::new(Oracle::new(&v.harness, v.names.clone()))),
+            variant: Some(v),
+        });
+    }
+    Ok(out)
+}
+
+/// Which setting plays task `id`: the original with probability `original_share`, else a variant.
+pub fn assign(id: &str, seed: u64, original_share: f64, settings: usize) -> usize {
+    let mut rng = Rng::derive(seed, &format!("assign/{id}"));
+    if settings == 1 || rng.chance(original_share) {
+        0
+    } else {
+        1 + rng.below(settings - 1)
+    }
+}
+
+/// Rolls out `tasks`, scores and filters them; kept records in input order, with `meta.harness_setting`.
+pub fn collect(
+    tasks: &[Trajectory],
+    settings: &[Setting],
+    env: &SimEnv<'_>,
+    pool: &rayon::ThreadPool,
+    original_share: f64,
+    filter_cfg: &Filter,
+    counter: &TokenCounter,
+    summary: &mut Summary,
+    errors: &mut dyn FnMut(&str, &anyhow::Error),
+) -> Vec<Trajectory> {
+    let which: Vec<usize> = tasks
+        .iter()
+        .map(|t| assign(&t.id, filter_cfg.seed, original_share, settings.len()))
+        .collect();
+    let mut results: Vec<Option<Trajectory>> = vec![None; tasks.len()];
+    for (s, setting) in settings.iter().enumerate() {
+        let idx: Vec<usize> = (0..tasks.len()).filter(|&i| which[i] == s).collect();
+        let group: Vec<Trajectory> = idx.iter().map(|&i| tasks[i].clone()).collect();
+        for (i, r) in idx.into_iter().zip(run_batch(
+            &setting.agent,
+            setting.policy.as_ref(),
+            &group,
+            env,
+            pool,
+        )) {
+            summary.episodes += 1;
+            match r {
+                Ok(mut t) => {
+                    if let (Some(v), Some(h)) = (&setting.variant, t.harness.as_mut()) {
+                        h.variant = Some(v.record_variant());
+                    }
+                    t.meta
+                        .insert("harness_setting".into(), json!(setting.label));
+                    score(&mut t, counter);
+                    results[i] = Some(t);
+                }
+                Err(e) => {
+                    summary.drop("rollout_error");
+                    errors(&tasks[i].id, &e);
+                }
+            }
+        }
+    }
+    results
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            let label = t
+                .meta
+                .get("harness_setting")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string();
+            let kept = filter(t, filter_cfg, summary)?;
+            *summary.kept_by_harness.entry(label).or_default() += 1;
+            Some(kept)
+        })
+        .collect()
+}

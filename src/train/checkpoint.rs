@@ -1,0 +1,239 @@
+//! Training checkpoints: a Hugging Face model directory (config, weights, tokenizer files) plus the
+//! trainer state, written atomically and verified on load.
+//!
+//! ```text
+//! checkpoint-000120/
+//!   config.json model.safetensors        model::checkpoint::save (loads in transformers)
+//!   tokenizer.json tokenizer_config.json copied from the tokenizer directory
+//!   optimizer.safetensors                AdamW moments, `exp_avg.{i}` / `exp_avg_sq.{i}` by parameter index
+//!   trainer_state.json                   step, sampler cursor, seed, optimizer step, metrics file length
+//!   manifest.json                        sha256 of every other file
+//! ```
+//! A checkpoint is written into `.checkpoint-….tmp` and renamed into place, so a crash leaves either
+//! the previous checkpoint or the new one, never half of one. Loading recomputes the manifest's hashes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use burn::prelude::*;
+use burn::tensor::TensorData;
+use safetensors::tensor::{Dtype, TensorView};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::batch::Cursor;
+use super::optim::AdamW;
+use crate::model::checkpoint::{save as save_model, SaveOptions};
+use crate::model::CausalLm;
+
+pub const MANIFEST: &str = "manifest.json";
+pub const STATE: &str = "trainer_state.json";
+pub const OPTIMIZER: &str = "optimizer.safetensors";
+/// Tokenizer files copied next to the weights so the directory is a complete HF model.
+pub const TOKENIZER_FILES: [&str; 2] = ["tokenizer.json", "tokenizer_config.json"];
+
+/// Everything besides weights and moments that a resumed run needs to continue exactly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainerState {
+    /// Optimizer steps completed.
+    pub step: usize,
+    pub cursor: Cursor,
+    pub seed: u64,
+    /// Lines of `metrics.jsonl` written up to this step (a resumed run truncates the file there).
+    pub metrics_lines: usize,
+    /// Training tokens seen so far.
+    pub tokens: u64,
+}
+
+/// Writes `dir` atomically: everything goes into a temporary sibling which is renamed at the end.
+pub fn save<B: Backend, O: Backend>(
+    dir: &Path,
+    model: &CausalLm<B>,
+    tokenizer_dir: &Path,
+    opt: &AdamW<O>,
+    state: &TrainerState,
+) -> Result<()> {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    let name = dir
+        .file_name()
+        .ok_or_else(|| anyhow!("checkpoint path {} has no name", dir.display()))?
+        .to_string_lossy();
+    let tmp = parent.join(format!(".{name}.tmp"));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp)
+            .with_context(|| format!("removing stale {}", tmp.display()))?;
+    }
+    save_model(model, &tmp, SaveOptions::default())?;
+    for f in TOKENIZER_FILES {
+        let from = tokenizer_dir.join(f);
+        std::fs::copy(&from, tmp.join(f)).with_context(|| format!("copying {}", from.display()))?;
+    }
+    save_optimizer(&tmp.join(OPTIMIZER), opt)?;
+    std::fs::write(tmp.join(STATE), serde_json::to_string_pretty(state)? + "\n")?;
+    write_manifest(&tmp)?;
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("replacing {}", dir.display()))?;
+    }
+    std::fs::rename(&tmp, dir)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), dir.display()))
+}
+
+fn sha256_file(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(format!("{:x}", Sha256::digest(&bytes)))
+}
+
+fn write_manifest(dir: &Path) -> Result<()> {
+    let mut files = BTreeMap::new();
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name().to_string_lossy().to_string();
+        if name != MANIFEST {
+            files.insert(name.clone(), sha256_file(&dir.join(&name))?);
+        }
+    }
+    let text = serde_json::to_string_pretty(&serde_json::json!({ "sha256": files }))? + "\n";
+    std::fs::write(dir.join(MANIFEST), text).context("writing manifest.json")
+}
+
+/// Recomputes every hash in `dir/manifest.json`; any missing or changed file is an error naming it.
+pub fn verify(dir: &Path) -> Result<()> {
+    let path = dir.join(MANIFEST);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "{} is not a training checkpoint (no {MANIFEST})",
+            dir.display()
+        )
+    })?;
+    let manifest: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let files = manifest["sha256"]
+        .as_object()
+        .ok_or_else(|| anyhow!("{}: no `sha256` map", path.display()))?;
+    for (name, want) in files {
+        let file = dir.join(name);
+        if !file.exists() {
+            bail!(
+                "checkpoint {} is corrupted: {name} is missing",
+                dir.display()
+            );
+        }
+        let got = sha256_file(&file)?;
+        if Some(got.as_str()) != want.as_str() {
+            bail!(
+                "checkpoint {} is corrupted: {name} has sha256 {got}, the manifest says {want}",
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The newest complete checkpoint under `out` (`checkpoint-NNNNNN`), if any.
+pub fn latest(out: &Path) -> Result<Option<PathBuf>> {
+    if !out.exists() {
+        return Ok(None);
+    }
+    let mut best: Option<(usize, PathBuf)> = None;
+    for entry in std::fs::read_dir(out).with_context(|| format!("listing {}", out.display()))? {
+        let path = entry?.path();
+        let step = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("checkpoint-"))
+            .and_then(|s| s.parse::<usize>().ok());
+        if let Some(step) = step {
+            if best.as_ref().is_none_or(|(b, _)| step > *b) {
+                best = Some((step, path));
+            }
+        }
+    }
+    Ok(best.map(|(_, p)| p))
+}
+
+/// The directory name of the checkpoint after `step` optimizer steps.
+pub fn dir_name(step: usize) -> String {
+    format!("checkpoint-{step:06}")
+}
+
+/// Loads a verified checkpoint: model, optimizer state and trainer state.
+pub fn load<B: Backend, O: Backend<Device = B::Device>>(
+    dir: &Path,
+    opt: &mut AdamW<O>,
+    device: &B::Device,
+) -> Result<(CausalLm<B>, TrainerState)> {
+    verify(dir)?;
+    let model = CausalLm::load(dir, device)?;
+    let state: TrainerState = serde_json::from_str(&std::fs::read_to_string(dir.join(STATE))?)
+        .with_context(|| format!("parsing {}", dir.join(STATE).display()))?;
+    load_optimizer(&dir.join(OPTIMIZER), opt, device)?;
+    Ok((model, state))
+}
+
+fn save_optimizer<B: Backend>(path: &Path, opt: &AdamW<B>) -> Result<()> {
+    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
+    for (prefix, list) in [("exp_avg", &opt.exp_avg), ("exp_avg_sq", &opt.exp_avg_sq)] {
+        for (i, t) in list.iter().enumerate() {
+            if let Some(t) = t {
+                let values = t
+                    .to_data()
+                    .convert::<f32>()
+                    .into_vec::<f32>()
+                    .map_err(|e| anyhow!("{e:?}"))?;
+                let bytes = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+                tensors.push((format!("{prefix}.{i}"), vec![values.len()], bytes));
+            }
+        }
+    }
+    let views = tensors
+        .iter()
+        .map(|(n, s, b)| {
+            Ok((
+                n.clone(),
+                TensorView::new(Dtype::F32, s.clone(), b).map_err(|e| anyhow!("{n}: {e:?}"))?,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut meta = std::collections::HashMap::new();
+    meta.insert("step".to_string(), opt.step.to_string());
+    safetensors::serialize_to_file(views, &Some(meta), path)
+        .map_err(|e| anyhow!("writing {}: {e:?}", path.display()))
+}
+
+fn load_optimizer<B: Backend>(path: &Path, opt: &mut AdamW<B>, device: &B::Device) -> Result<()> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes)
+        .map_err(|e| anyhow!("{}: {e:?}", path.display()))?;
+    opt.step = meta
+        .metadata()
+        .as_ref()
+        .and_then(|m| m.get("step"))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| anyhow!("{}: no optimizer step in the metadata", path.display()))?;
+    let st = safetensors::SafeTensors::deserialize(&bytes)
+        .map_err(|e| anyhow!("{}: {e:?}", path.display()))?;
+    opt.exp_avg.clear();
+    opt.exp_avg_sq.clear();
+    for (name, view) in st.tensors() {
+        let (prefix, index) = name
+            .rsplit_once('.')
+            .and_then(|(p, i)| Some((p, i.parse::<usize>().ok()?)))
+            .ok_or_else(|| anyhow!("{}: unexpected tensor {name}", path.display()))?;
+        let list = match prefix {
+            "exp_avg" => &mut opt.exp_avg,
+            "exp_avg_sq" => &mut opt.exp_avg_sq,
+            _ => bail!("{}: unexpected tensor {name}", path.display()),
+        };
+        let values: Vec<f32> = view
+            .data()
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        if list.len() <= index {
+            list.resize(index + 1, None);
+        }
+        let n = values.len();
+        list[index] = Some(Tensor::from_data(TensorData::new(values, [n]), device));
+    }
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! Training metrics: one JSON object per line (`{"step", "loss", ...}` per step, `{"step", "dev_loss"}`
+//! per evaluation) and a hand-written SVG plot of the loss curves.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+/// An append-only `metrics.jsonl`. Opening it for a resumed run keeps only the first `keep` lines, the
+/// ones written up to the checkpoint, so the curve has no duplicated steps.
+pub struct Log {
+    file: std::fs::File,
+    lines: usize,
+}
+
+impl Log {
+    pub fn open(path: &Path, keep: usize) -> Result<Log> {
+        let kept: Vec<String> = match std::fs::read_to_string(path) {
+            Ok(text) => text.lines().take(keep).map(str::to_string).collect(),
+            Err(_) => Vec::new(),
+        };
+        let mut file =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        for l in &kept {
+            writeln!(file, "{l}")?;
+        }
+        Ok(Log {
+            file,
+            lines: kept.len(),
+        })
+    }
+
+    pub fn write(&mut self, v: &Value) -> Result<()> {
+        writeln!(self.file, "{v}")?;
+        self.file.flush()?;
+        self.lines += 1;
+        Ok(())
+    }
+
+    pub fn lines(&self) -> usize {
+        self.lines
+    }
+}
+
+/// Reads `(step, value)` points of `key` from a metrics file.
+pub fn series(path: &Path, key: &str) -> Result<Vec<(f64, f64)>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| Some((v["step"].as_f64()?, v[key].as_f64()?)))
+        .collect())
+}
+
+/// Writes an SVG with the training loss (blue) and dev loss (orange) against the step.
+pub fn plot_loss(metrics: &Path, svg: &Path) -> Result<()> {
+    let curves = [
+        ("train loss", "#1f77b4", series(metrics, "loss")?),
+        ("dev loss", "#ff7f0e", series(metrics, "dev_loss")?),
+    ];
+    let points = curves.iter().flat_map(|c| c.2.iter());
+    let (mut x1, mut y0, mut y1) = (1.0f64, f64::MAX, f64::MIN);
+    for &(x, y) in points {
+        x1 = x1.max(x);
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    if y0 > y1 {
+        (y0, y1) = (0.0, 1.0);
+    }
+    let pad = ((y1 - y0) * 0.05).max(1e-6);
+    let (y0, y1) = (y0 - pad, y1 + pad);
+    let (w, h, m) = (720.0, 400.0, 50.0);
+    let sx = |x: f64| m + x / x1 * (w - 2.0 * m);
+    let sy = |y: f64| h - m - (y - y0) / (y1 - y0) * (h - 2.0 * m);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <line x1=\"{m}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"black\"/><line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{b}\" stroke=\"black\"/>\n\
+         <text x=\"{m}\" y=\"{t}\">{y1:.3}</text><text x=\"{m}\" y=\"{bt}\">{y0:.3}</text><text x=\"{r}\" y=\"{bt}\" text-anchor=\"end\">step {x1}</text>\n",
+        b = h - m,
+        r = w - m,
+        t = m - 6.0,
+        bt = h - m + 16.0,
+    );
+    for (i, (name, color, pts)) in curves.iter().enumerate() {
+        if pts.is_empty() {
+            continue;
+        }
+        let path: Vec<String> = pts
+            .iter()
+            .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
+            .collect();
+        s.push_str(&format!(
+            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\" points=\"{}\"/>\n\
+             <text x=\"{}\" y=\"{}\" fill=\"{color}\">{name}</text>\n",
+            path.join(" "),
+            w - m - 100.0,
+            m + 16.0 * (i as f64 + 1.0)
+        ));
+    }
+    s.push_str("</svg>\n");
+    std::fs::write(svg, s).with_context(|| format!("writing {}", svg.display()))
+}

@@ -1,0 +1,19 @@
+//! Training: the pieces SFT uses today and OPD/RL reuse.
+//!
+//! ```text
+//! view.rs        record → token ids + loss mask + turn segments (concatenated per turn)
+//! data.rs       records file → views, skips counted by reason
+//! batch.rs       length bucketing, the epoch-shuffled sampler with its cursor, batch tensors
+//! optim.rs       AdamW, global-norm clipping, gradient accumulation, warmup + cosine schedule
+//! trainer.rs     the loop: masked CE (+ router aux, + MTP), dev loss, metrics, checkpoints, resume
+//! checkpoint.rs  HF directory + optimizer + trainer state, atomic, checksummed
+//! metrics.rs     metrics.jsonl and the loss plot (SVG)
+//! ```
+
+pub mod batch;
+pub mod checkpoint;
+pub mod data;
+pub mod metrics;
+pub mod optim;
+pub mod trainer;
+pub mod view;

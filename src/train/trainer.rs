@@ -1,0 +1,344 @@
+//! The SFT training loop over training views: micro-batches from the length-bucketed sampler, masked
+//! cross-entropy (+ router aux loss, + optional MTP loss), gradient accumulation, global-norm clipping,
+//! AdamW with warmup + cosine, periodic dev loss, metrics JSONL + loss plot, atomic checkpoints and an
+//! exact `--resume`.
+//!
+//! Loss normalisation: the masked token losses of all micro-batches of one optimizer step are summed and
+//! divided by the number of trained tokens in the whole step, so accumulating k micro-batches gives the
+//! same gradient as one batch holding all of them (the router aux loss, a per-forward statistic, is the
+//! mean over micro-batches).
+//!
+//! The seams for OPD/RL: [`masked_token_loss`] takes per-token weights through the batch mask, and the
+//! loop only needs views; other stages build views with `weights` and reuse the optimiser and checkpoints.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use burn::module::AutodiffModule;
+use burn::prelude::*;
+use burn::tensor::activation::log_softmax;
+use burn::tensor::backend::AutodiffBackend;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use super::batch::{bucket, to_tensors, BatchTensors, Cursor, Sampler};
+use super::checkpoint::{self, TrainerState};
+use super::metrics;
+use super::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
+use super::view::TrainingView;
+use crate::model::CausalLm;
+
+/// Settings of one training run (TRL/transformers names where they exist).
+#[derive(Debug, Clone)]
+pub struct TrainConfig {
+    /// Optimizer steps of the whole run (the schedule's length).
+    pub max_steps: usize,
+    pub learning_rate: f64,
+    /// Padded tokens per micro-batch.
+    pub batch_tokens: usize,
+    pub gradient_accumulation_steps: usize,
+    pub warmup_steps: usize,
+    pub adamw: AdamWConfig,
+    /// Global gradient-norm clip; 0 disables clipping.
+    pub max_grad_norm: f64,
+    pub seed: u64,
+    /// Dev loss every this many steps (and at the end); 0 = only at the end.
+    pub eval_steps: usize,
+    /// Checkpoint every this many steps (and at the end); 0 = only at the end.
+    pub save_steps: usize,
+    /// Router load-balancing loss weight; `None` takes the model config's `router_aux_loss_coef`.
+    pub router_aux_loss_coef: Option<f64>,
+    /// Weight of the MTP head's next-next-token loss; 0 = off (the head is then left untouched).
+    pub mtp_loss_weight: f64,
+    /// End this session after this many steps, saving a checkpoint as if interrupted.
+    pub stop_after: Option<usize>,
+    /// End this session (with a checkpoint) once training has used this much wall time.
+    pub max_seconds: Option<f64>,
+}
+
+/// Views to train on and to measure dev loss on, plus the padding token.
+pub struct TrainData {
+    pub train: Vec<TrainingView>,
+    pub dev: Vec<TrainingView>,
+    pub pad: u32,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Outcome {
+    pub steps: usize,
+    pub interrupted: bool,
+    pub last_loss: Option<f64>,
+    pub dev_loss: Option<f64>,
+    pub tokens: u64,
+    pub train_seconds: f64,
+    pub tokens_per_second: f64,
+    pub checkpoint: PathBuf,
+}
+
+/// Where a run writes: `metrics.jsonl`, `loss.svg`, `checkpoint-NNNNNN/`.
+pub struct RunDirs<'a> {
+    pub out: &'a Path,
+    /// Tokenizer files copied into every checkpoint.
+    pub tokenizer: &'a Path,
+}
+
+/// Sum over positions of `-log p(target) × mask`: `logits [B, N, V]`, `targets`/`mask` `[B, N]`.
+pub fn masked_token_loss<B: Backend>(
+    logits: Tensor<B, 3>,
+    targets: Tensor<B, 2, Int>,
+    mask: Tensor<B, 2>,
+) -> Tensor<B, 1> {
+    let [b, n, v] = logits.dims();
+    let lp = log_softmax(logits.reshape([b * n, v]), 1);
+    let picked = lp.gather(1, targets.reshape([b * n, 1])).reshape([b * n]);
+    (picked * mask.reshape([b * n])).sum().neg()
+}
+
+/// Loss parts of one micro-batch (plain numbers, for metrics).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LossParts {
+    pub ce_sum: f64,
+    pub aux: f64,
+    pub mtp_sum: f64,
+}
+
+/// The differentiable loss of one micro-batch, normalised by `norm` trained tokens of the whole step;
+/// the aux loss is weighted `aux_coef / micro_batches`.
+pub fn micro_batch_loss<B: Backend>(
+    model: &CausalLm<B>,
+    batch: &BatchTensors<B>,
+    norm: f32,
+    aux_coef: f64,
+    micro_batches: usize,
+    mtp_weight: f64,
+) -> Result<(Tensor<B, 1>, LossParts)> {
+    let out = model.forward(batch.ids.clone());
+    let t = batch.ids.dims()[1];
+    let ce = masked_token_loss(
+        out.logits.clone().narrow(1, 0, t - 1),
+        batch.targets.clone(),
+        batch.mask.clone(),
+    );
+    let mut parts = LossParts {
+        ce_sum: ce.clone().into_scalar().elem(),
+        ..LossParts::default()
+    };
+    let mut total = ce.div_scalar(norm);
+    if aux_coef > 0.0 {
+        if let Some(aux) = model.aux_loss(&out) {
+            parts.aux = aux.clone().into_scalar().elem();
+            total = total + aux.mul_scalar(aux_coef / micro_batches as f64);
+        }
+    }
+    if mtp_weight > 0.0 && t >= 3 {
+        // MTP slot i predicts token i+2: slots 0..T-2 against targets 1.., masked like those targets.
+        let logits = model
+            .mtp_logits(out.hidden, batch.ids.clone())?
+            .narrow(1, 0, t - 2);
+        let mtp = masked_token_loss(
+            logits,
+            batch.targets.clone().narrow(1, 1, t - 2),
+            batch.mask.clone().narrow(1, 1, t - 2),
+        );
+        parts.mtp_sum = mtp.clone().into_scalar().elem();
+        total = total + mtp.mul_scalar(mtp_weight / norm as f64);
+    }
+    Ok((total, parts))
+}
+
+/// Mean masked cross-entropy over `views` (no gradients), in micro-batches of `batch_tokens`.
+pub fn dev_loss<B: Backend>(
+    model: &CausalLm<B>,
+    views: &[TrainingView],
+    pad: u32,
+    batch_tokens: usize,
+    device: &B::Device,
+) -> Result<Option<f64>> {
+    let lengths: Vec<usize> = views.iter().map(TrainingView::len).collect();
+    let (mut sum, mut count) = (0.0f64, 0.0f64);
+    for rows in bucket(&lengths, batch_tokens) {
+        let refs: Vec<&TrainingView> = rows.iter().map(|&i| &views[i]).collect();
+        let b = to_tensors::<B>(&refs, pad, device)?;
+        let t = b.ids.dims()[1];
+        let logits = model.forward(b.ids.clone()).logits.narrow(1, 0, t - 1);
+        sum += masked_token_loss(logits, b.targets, b.mask)
+            .into_scalar()
+            .elem::<f64>();
+        count += b.trained as f64;
+    }
+    Ok((count > 0.0).then(|| sum / count))
+}
+
+/// Trains `model` (or, with `resume`, the newest checkpoint under `dirs.out`) on `data`.
+/// `stop` (set by Ctrl-C) ends the run after the current step with a checkpoint.
+pub fn train<B: AutodiffBackend>(
+    cfg: &TrainConfig,
+    model: CausalLm<B>,
+    data: &TrainData,
+    dirs: &RunDirs<'_>,
+    resume: bool,
+    stop: &AtomicBool,
+    device: &B::Device,
+) -> Result<Outcome> {
+    anyhow::ensure!(!data.train.is_empty(), "no training views");
+    anyhow::ensure!(cfg.max_steps > 0, "max_steps must be at least 1");
+    anyhow::ensure!(
+        cfg.gradient_accumulation_steps > 0,
+        "gradient_accumulation_steps must be at least 1"
+    );
+    std::fs::create_dir_all(dirs.out)
+        .with_context(|| format!("creating {}", dirs.out.display()))?;
+    let mut opt = AdamW::<B::InnerBackend>::new(cfg.adamw);
+    let fresh = TrainerState {
+        step: 0,
+        cursor: Cursor::default(),
+        seed: cfg.seed,
+        metrics_lines: 0,
+        tokens: 0,
+    };
+    let (mut model, mut state) = match resume
+        .then(|| checkpoint::latest(dirs.out))
+        .transpose()?
+        .flatten()
+    {
+        Some(dir) => {
+            let (m, s) = checkpoint::load::<B, B::InnerBackend>(&dir, &mut opt, device)?;
+            opt.check_shapes::<B, _>(&m)?;
+            eprintln!("resuming from {} (step {})", dir.display(), s.step);
+            (m, s)
+        }
+        None => (model, fresh),
+    };
+    let aux_coef = cfg
+        .router_aux_loss_coef
+        .unwrap_or(model.config.router_aux_loss_coef);
+    let metrics_path = dirs.out.join("metrics.jsonl");
+    let mut log = metrics::Log::open(&metrics_path, state.metrics_lines)?;
+
+    let lengths: Vec<usize> = data.train.iter().map(TrainingView::len).collect();
+    let mut sampler = Sampler::new(bucket(&lengths, cfg.batch_tokens), state.seed, state.cursor);
+    let pb = ProgressBar::new(cfg.max_steps as u64).with_position(state.step as u64);
+    pb.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} steps {msg} [{elapsed} < {eta}]")
+            .expect("static template"),
+    );
+    let started = Instant::now();
+    let session_start_step = state.step;
+    let (mut last_loss, mut dev) = (None, None);
+    let mut session_tokens = 0u64;
+    let mut interrupted = false;
+    while state.step < cfg.max_steps {
+        let over_budget = cfg
+            .max_seconds
+            .is_some_and(|s| started.elapsed().as_secs_f64() >= s);
+        let stopped = cfg.stop_after.is_some_and(|k| state.step >= k);
+        if stop.load(Ordering::SeqCst) || over_budget || stopped {
+            interrupted = true;
+            break;
+        }
+        let step_start = Instant::now();
+        let lr = cosine_with_warmup(
+            cfg.learning_rate,
+            state.step,
+            cfg.warmup_steps,
+            cfg.max_steps,
+        );
+        let micro: Vec<BatchTensors<B>> = (0..cfg.gradient_accumulation_steps)
+            .map(|_| {
+                let rows: Vec<&TrainingView> = sampler
+                    .next_batch()
+                    .iter()
+                    .map(|&i| &data.train[i])
+                    .collect();
+                to_tensors::<B>(&rows, data.pad, device)
+            })
+            .collect::<Result<_>>()?;
+        let norm: f32 = micro.iter().map(|b| b.trained).sum::<f32>().max(1.0);
+        let mut buffer = GradBuffer::default();
+        let mut parts = LossParts::default();
+        let mut tokens = 0;
+        for b in &micro {
+            let (loss, p) =
+                micro_batch_loss(&model, b, norm, aux_coef, micro.len(), cfg.mtp_loss_weight)?;
+            parts.ce_sum += p.ce_sum;
+            parts.aux += p.aux / micro.len() as f64;
+            parts.mtp_sum += p.mtp_sum;
+            tokens += b.tokens;
+            let grads = loss.backward();
+            buffer.accumulate::<B, _>(&model, &grads);
+        }
+        let grad_norm = if cfg.max_grad_norm > 0.0 {
+            buffer.clip(cfg.max_grad_norm)
+        } else {
+            buffer.norm()
+        };
+        model = opt.step::<B, _>(model, lr, &mut buffer);
+        state.step += 1;
+        state.cursor = sampler.cursor;
+        state.tokens += tokens as u64;
+        session_tokens += tokens as u64;
+        let loss = parts.ce_sum / norm as f64;
+        last_loss = Some(loss);
+        let secs = step_start.elapsed().as_secs_f64();
+        log.write(&json!({
+            "step": state.step, "epoch": state.cursor.epoch, "loss": loss, "aux_loss": parts.aux,
+            "mtp_loss": parts.mtp_sum / norm as f64, "learning_rate": lr, "grad_norm": grad_norm,
+            "tokens": tokens, "trained_tokens": norm, "tokens_per_second": tokens as f64 / secs.max(1e-9),
+        }))?;
+        pb.set_position(state.step as u64);
+        pb.set_message(format!(
+            "loss {loss:.4} lr {lr:.2e} {:.0} tok/s",
+            tokens as f64 / secs.max(1e-9)
+        ));
+        let last = state.step == cfg.max_steps;
+        if !data.dev.is_empty()
+            && (last || (cfg.eval_steps > 0 && state.step % cfg.eval_steps == 0))
+        {
+            dev = dev_loss(
+                &model.valid(),
+                &data.dev,
+                data.pad,
+                cfg.batch_tokens,
+                device,
+            )?;
+            log.write(&json!({"step": state.step, "dev_loss": dev}))?;
+            pb.suspend(|| {
+                eprintln!(
+                    "step {}: train loss {loss:.4}, dev loss {:.4}",
+                    state.step,
+                    dev.unwrap_or(f64::NAN)
+                )
+            });
+        }
+        if !last && cfg.save_steps > 0 && state.step % cfg.save_steps == 0 {
+            state.metrics_lines = log.lines();
+            checkpoint::save(
+                &dirs.out.join(checkpoint::dir_name(state.step)),
+                &model,
+                dirs.tokenizer,
+                &opt,
+                &state,
+            )?;
+        }
+    }
+    pb.finish_and_clear();
+    state.metrics_lines = log.lines();
+    let ckpt = dirs.out.join(checkpoint::dir_name(state.step));
+    if state.step > session_start_step || !ckpt.exists() {
+        checkpoint::save(&ckpt, &model, dirs.tokenizer, &opt, &state)?;
+    }
+    metrics::plot_loss(&metrics_path, &dirs.out.join("loss.svg"))?;
+    let train_seconds = started.elapsed().as_secs_f64();
+    Ok(Outcome {
+        steps: state.step,
+        interrupted,
+        last_loss,
+        dev_loss: dev,
+        tokens: state.tokens,
+        train_seconds,
+        tokens_per_second: session_tokens as f64 / train_seconds.max(1e-9),
+        checkpoint: ckpt,
+    })
+}
