@@ -277,12 +277,14 @@ impl Fields<'_> {
             let role = m.get("role").and_then(Value::as_str);
             match role {
                 Some("system" | "developer" | "user" | "assistant" | "tool") => {}
-                _ => return Err(ApiError::field(
-                    &format!("messages[{i}].role"),
-                    format!(
+                _ => {
+                    return Err(ApiError::field(
+                        &format!("messages[{i}].role"),
+                        format!(
                         "messages[{i}] needs a role of system, developer, user, assistant or tool"
                     ),
-                )),
+                    ))
+                }
             }
             match m.get("content") {
                 None | Some(Value::Null | Value::String(_) | Value::Array(_)) => {}
