@@ -54,6 +54,7 @@ fn main() {
         selection: Selection::default(),
         pool: Pool::Train,
         keep_skills: BTreeSet::new(),
+        paraphraser: Default::default(),
     };
     let t = Instant::now();
     let aug = Augmenter::new(&base, &spec, 1, 32).unwrap();

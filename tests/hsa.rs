@@ -46,6 +46,7 @@ fn spec(config: Config, ops: &[&str], pool: Pool) -> Spec {
         selection: Selection::new(Vec::new(), ops.iter().map(|s| s.to_string()).collect()).unwrap(),
         pool,
         keep_skills: BTreeSet::new(),
+        paraphraser: Default::default(),
     }
 }
 
@@ -696,4 +697,126 @@ fn cli_writes_valid_variant_dirs_and_rewrites_a_stream() {
             .success()
     );
     assert_eq!(std::fs::read_to_string(&output).unwrap(), first);
+}
+
+/// A minimal OpenAI-compatible endpoint on a local port, standing in for an LLM paraphraser (none
+/// can run in tests): it answers each chat completion with the user text's clauses in reverse
+/// order, except that every third request "forgets" the numbers, which the paraphraser must catch.
+fn reversing_endpoint() -> (String, std::thread::JoinHandle<usize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        listener.set_nonblocking(false).unwrap();
+        let mut served = 0;
+        // The test ends the server by sending a request with the body "quit".
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+            }
+            let mut body = vec![0; len];
+            reader.read_exact(&mut body).unwrap();
+            if body == b"quit" {
+                return served;
+            }
+            served += 1;
+            let req: Value = serde_json::from_slice(&body).unwrap();
+            let text = req["messages"][1]["content"].as_str().unwrap().to_string();
+            let mut clauses: Vec<&str> = text.split(['，', ',']).collect();
+            clauses.reverse();
+            let mut reply = clauses.join("，");
+            if served % 3 == 0 {
+                reply.retain(|c| !c.is_ascii_digit());
+            }
+            let out = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": reply}}]})
+                .to_string();
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
+                out.len()
+            )
+            .unwrap();
+        }
+        served
+    });
+    (url, handle)
+}
+
+fn stop_endpoint(url: &str) {
+    let addr = url.trim_start_matches("http://").trim_end_matches("/v1");
+    let _ = ureq::post(&format!("http://{addr}/quit")).send_string("quit");
+}
+
+#[test]
+fn endpoint_paraphrases_are_validated_cached_and_replayable_offline() {
+    use hat::hsa::paraphraser::Endpoint;
+    use hat::hsa::Paraphraser;
+    use hat::policy::openai::OpenAiConfig;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    let base = sample("taolive");
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache.jsonl");
+    let ops = [
+        "rewrite_tool_description",
+        "rewrite_param_descriptions",
+        "paraphrase_rules",
+    ];
+    let draw = |url: &str| {
+        let mut cfg = OpenAiConfig::new(url, "test-paraphraser");
+        cfg.retries = 0;
+        cfg.timeout = std::time::Duration::from_secs(5);
+        let endpoint = Arc::new(Endpoint::new(cfg, Some(cache.clone())).unwrap());
+        let mut s = spec(all_on(), &ops, Pool::Train);
+        s.paraphraser = Paraphraser::Endpoint(endpoint.clone());
+        let v = Variant::draw(&base, &s, 5).unwrap();
+        (v, endpoint)
+    };
+
+    let (url, server) = reversing_endpoint();
+    let (online, endpoint) = draw(&url);
+    stop_endpoint(&url);
+    let served = server.join().unwrap();
+    assert!(served > 3, "the endpoint was used ({served} requests)");
+    assert_eq!(endpoint.calls.load(Ordering::Relaxed) as usize, served);
+    assert!(
+        endpoint.fallbacks.load(Ordering::Relaxed) > 0,
+        "replies that lost their numbers fell back to the banks"
+    );
+    assert!(online.harness.validate().is_empty());
+    // Some description now reads as the endpoint's clause reversal of the original.
+    let reversed = base
+        .tools()
+        .iter()
+        .zip(online.harness.tools())
+        .any(|(a, b)| {
+            let mut clauses: Vec<&str> = a.description.split(['，', ',']).collect();
+            clauses.len() > 1 && {
+                clauses.reverse();
+                b.description.contains(&clauses.join("，"))
+            }
+        });
+    assert!(reversed, "an endpoint rewrite made it into the variant");
+
+    // The endpoint is gone: the same seed replays from the cache, byte for byte.
+    let (offline, endpoint) = draw("http://127.0.0.1:9/v1");
+    assert_eq!(
+        endpoint.calls.load(Ordering::Relaxed),
+        0,
+        "every verdict was cached"
+    );
+    assert!(endpoint.hits.load(Ordering::Relaxed) as usize >= served);
+    assert_eq!(render(&online.harness), render(&offline.harness));
+    assert_eq!(online.harness.hash(), offline.harness.hash());
 }

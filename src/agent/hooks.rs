@@ -451,12 +451,16 @@ pub fn feedback(
     for k in ["limit", "terms", "numbers"] {
         vars.entry(k).or_insert(Value::Null);
     }
-    let env = minijinja::Environment::new();
-    let text = env
+    let text = FEEDBACK_ENV
         .render_str(template, Value::Object(vars))
         .unwrap_or_else(|_| failure.reason.clone());
     (*role, text)
 }
+
+/// Feedback templates are rendered with a plain environment, built once: creating one registers
+/// every default filter, which cost more than the render itself.
+static FEEDBACK_ENV: std::sync::LazyLock<minijinja::Environment<'static>> =
+    std::sync::LazyLock::new(minijinja::Environment::new);
 
 #[cfg(test)]
 mod tests {

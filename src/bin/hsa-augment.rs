@@ -4,15 +4,19 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use rayon::prelude::*;
 
 use hat::harness::Harness;
+use hat::hsa::paraphraser::Endpoint;
 use hat::hsa::variant::{variant_seed, MANIFEST_FILE};
-use hat::hsa::{Augmenter, Config, Dim, Pool, Selection, Spec, Variant, OPS};
+use hat::hsa::{Augmenter, Config, Dim, Paraphraser, Pool, Selection, Spec, Variant, OPS};
 use hat::jsonl::JsonlArgs;
+use hat::policy::openai::OpenAiConfig;
 use hat::record::Trajectory;
 
 const AFTER_HELP: &str = "\
@@ -71,6 +75,35 @@ struct Cli {
     /// A skill no variant may mask (repeatable), e.g. the skills your tasks need.
     #[arg(long = "keep-skill", value_name = "NAME")]
     keep_skill: Vec<String>,
+    /// Paraphrase through this OpenAI-compatible endpoint (base URL up to `/v1`) instead of the offline
+    /// banks; rewrites that drop a number, a `code` span or a template expression fall back to the banks.
+    #[arg(long, value_name = "URL")]
+    paraphraser: Option<String>,
+    /// Model name sent to the --paraphraser endpoint.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "default",
+        requires = "paraphraser"
+    )]
+    paraphraser_model: String,
+    /// Bearer key for the --paraphraser endpoint.
+    #[arg(
+        long,
+        env = "HSA_PARAPHRASER_API_KEY",
+        hide_env_values = true,
+        requires = "paraphraser"
+    )]
+    paraphraser_api_key: Option<String>,
+    /// Paraphrase cache (JSONL, keyed by sha256 of model, style and text): read if present, appended
+    /// to; a rerun with the same seed then needs no endpoint.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = ".hsa-paraphrase-cache.jsonl",
+        requires = "paraphraser"
+    )]
+    paraphrase_cache: PathBuf,
     /// Stream mode: size of the variant pool the copies are drawn from.
     #[arg(long, default_value_t = 32)]
     variants: usize,
@@ -130,11 +163,32 @@ fn run(cli: Cli) -> Result<()> {
         selection: Selection::new(cli.dims.clone(), cli.ops.clone())?,
         pool: cli.pool,
         keep_skills: cli.keep_skill.iter().cloned().collect::<BTreeSet<_>>(),
+        paraphraser: paraphraser(&cli)?,
     };
-    match &cli.out {
+    let result = match &cli.out {
         Some(out) => harness_mode(&base, &spec, &cli, out),
         None => stream_mode(&base, &spec, &cli),
+    };
+    if let Paraphraser::Endpoint(e) = &spec.paraphraser {
+        eprintln!(
+            "hsa-augment: paraphraser: {} cached, {} requests, {} fell back to the banks",
+            e.hits.load(Ordering::Relaxed),
+            e.calls.load(Ordering::Relaxed),
+            e.fallbacks.load(Ordering::Relaxed)
+        );
     }
+    result
+}
+
+fn paraphraser(cli: &Cli) -> Result<Paraphraser> {
+    let Some(url) = &cli.paraphraser else {
+        return Ok(Paraphraser::Bank);
+    };
+    let mut cfg = OpenAiConfig::new(url.clone(), cli.paraphraser_model.clone());
+    cfg.api_key = cli.paraphraser_api_key.clone();
+    cfg.max_tokens = 512;
+    let endpoint = Endpoint::new(cfg, Some(cli.paraphrase_cache.clone()))?;
+    Ok(Paraphraser::Endpoint(Arc::new(endpoint)))
 }
 
 fn harness_mode(base: &Harness, spec: &Spec, cli: &Cli, out: &std::path::Path) -> Result<()> {

@@ -71,6 +71,8 @@ pub struct Harness {
     hooks_file: Option<String>,
     hooks: HooksConfig,
     renderer: PromptRenderer,
+    /// What every template sees besides the live room, built once (see [`template_vars`]).
+    template_vars: minijinja::Value,
 }
 
 /// A harness as far as it could be parsed, and the structural problems met on the way.
@@ -220,7 +222,7 @@ impl Harness {
         self.renderer.render_blocks(
             &self.pipeline_file,
             &self.pipeline,
-            &self.template_vars(),
+            &self.template_vars,
             ctx,
         )
     }
@@ -234,45 +236,43 @@ impl Harness {
             .collect::<Vec<_>>()
             .join(&self.pipeline.separator))
     }
+}
 
-    /// Variables every template sees besides the live-room context (see `context.rs`).
-    fn template_vars(&self) -> Map<String, Value> {
-        let inline = self.skills_mode() == SkillsMode::Inline;
-        let skills: Vec<Value> = self
-            .skills
-            .iter()
-            .map(|s| {
-                let mut v = json!({"name": s.name(), "description": s.description()});
-                if inline {
-                    v["body"] = Value::String(s.body.trim().to_string());
-                }
-                v
-            })
-            .collect();
-        let tools: Vec<Value> = self
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description}))
-            .collect();
-        let m = &self.manifest;
-        let mut vars = Map::new();
-        vars.insert("harness".into(), json!({"name": m.harness.name, "version": m.harness.version, "description": m.harness.description}));
-        vars.insert(
-            "limits".into(),
-            serde_json::to_value(m.limits).unwrap_or(Value::Null),
-        );
-        vars.insert("tools".into(), Value::Array(tools));
-        vars.insert("skills".into(), Value::Array(skills));
-        vars.insert(
-            "skills_mode".into(),
-            serde_json::to_value(m.skills.mode).unwrap_or(Value::Null),
-        );
-        vars.insert(
-            "load_skill_tool".into(),
-            Value::String(m.skills.load_tool.clone()),
-        );
-        vars
-    }
+/// Variables every template sees besides the live-room context (see `context.rs`).
+fn template_vars(manifest: &Manifest, tools: &[Tool], skills: &[Skill]) -> minijinja::Value {
+    let inline = manifest.skills.mode == SkillsMode::Inline;
+    let skills: Vec<Value> = skills
+        .iter()
+        .map(|s| {
+            let mut v = json!({"name": s.name(), "description": s.description()});
+            if inline {
+                v["body"] = Value::String(s.body.trim().to_string());
+            }
+            v
+        })
+        .collect();
+    let tools: Vec<Value> = tools
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description}))
+        .collect();
+    let m = manifest;
+    let mut vars = Map::new();
+    vars.insert("harness".into(), json!({"name": m.harness.name, "version": m.harness.version, "description": m.harness.description}));
+    vars.insert(
+        "limits".into(),
+        serde_json::to_value(m.limits).unwrap_or(Value::Null),
+    );
+    vars.insert("tools".into(), Value::Array(tools));
+    vars.insert("skills".into(), Value::Array(skills));
+    vars.insert(
+        "skills_mode".into(),
+        serde_json::to_value(m.skills.mode).unwrap_or(Value::Null),
+    );
+    vars.insert(
+        "load_skill_tool".into(),
+        Value::String(m.skills.load_tool.clone()),
+    );
+    minijinja::Value::from_serialize(&vars)
 }
 
 /// Loads and validates `dir`, returning every problem (structural and semantic); an empty list
@@ -381,7 +381,8 @@ fn parse(files: FileSet, root: Option<PathBuf>) -> Parsed {
         manifest_path("model.chat_template", path, &mut problems);
     }
 
-    let renderer = PromptRenderer::new(&files);
+    let renderer = PromptRenderer::new(&files, &pipeline);
+    let template_vars = template_vars(&manifest, &tools, &skills);
     let harness = Harness {
         root,
         files,
@@ -393,6 +394,7 @@ fn parse(files: FileSet, root: Option<PathBuf>) -> Parsed {
         hooks_file,
         hooks,
         renderer,
+        template_vars,
     };
     Parsed {
         harness: Some(harness),

@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use minijinja::{Environment, ErrorKind};
-use serde_json::{Map, Value};
 
 use super::context::LiveContext;
 use super::files::FileSet;
@@ -33,7 +32,9 @@ pub struct PromptRenderer {
 }
 
 impl PromptRenderer {
-    pub fn new(files: &FileSet) -> PromptRenderer {
+    /// An environment over `files`, with `pipeline`'s inline items compiled up front (they are
+    /// rendered for every episode; compiling them each time was a third of the simulator's cost).
+    pub fn new(files: &FileSet, pipeline: &Pipeline) -> PromptRenderer {
         let texts: BTreeMap<String, String> = files
             .iter()
             .filter_map(|(k, f)| {
@@ -65,6 +66,13 @@ impl PromptRenderer {
                 format!("template path {name:?}: {e}"),
             )),
         });
+        for (i, block) in pipeline.blocks.iter().enumerate() {
+            for (j, item) in block.items.iter().enumerate() {
+                // A syntax error is reported by validation and again when rendering (the
+                // `render_str` fallback below), with the item's position.
+                let _ = env.add_template_owned(item_name(i, j), item.clone());
+            }
+        }
         PromptRenderer { env }
     }
 
@@ -101,15 +109,18 @@ impl PromptRenderer {
         &self,
         pipeline_file: &str,
         pipeline: &Pipeline,
-        base: &Map<String, Value>,
+        base: &minijinja::Value,
         ctx: &LiveContext,
     ) -> Result<Vec<RenderedBlock>> {
-        let mut vars = base.clone();
-        vars.extend(ctx.vars().iter().map(|(k, v)| (k.clone(), v.clone())));
+        // Convert the room once: every `when`, item and block template then shares the same value
+        // (cheap clones) instead of re-serialising the room and the skill list for each of them.
+        // Context keys never shadow the harness's (see `RESERVED_KEYS`), so merge order is moot.
+        let vars =
+            minijinja::context! { ..minijinja::Value::from_serialize(ctx.vars()), ..base.clone() };
         let mut out = Vec::new();
-        for block in &pipeline.blocks {
+        for (i, block) in pipeline.blocks.iter().enumerate() {
             let text = self
-                .render_block(pipeline_file, block, &vars)
+                .render_block(pipeline_file, i, block, &vars)
                 .with_context(|| {
                     format!(
                         "{pipeline_file}: block {:?} ({})",
@@ -129,8 +140,9 @@ impl PromptRenderer {
     fn render_block(
         &self,
         pipeline_file: &str,
+        index: usize,
         block: &Block,
-        vars: &Map<String, Value>,
+        vars: &minijinja::Value,
     ) -> Result<Option<String>> {
         if let Some(when) = &block.when {
             let expr = self
@@ -138,7 +150,7 @@ impl PromptRenderer {
                 .compile_expression(when)
                 .map_err(|e| anyhow::anyhow!("when {when:?}: {}", error_text(&e)))?;
             let value = expr
-                .eval(minijinja::Value::from_serialize(vars))
+                .eval(vars)
                 .map_err(|e| anyhow::anyhow!("when {when:?}: {}", error_text(&e)))?;
             if !value.is_true() {
                 return Ok(None);
@@ -146,18 +158,16 @@ impl PromptRenderer {
         }
         let mut items = Vec::new();
         for (j, item) in block.items.iter().enumerate() {
-            let text = self
-                .env
-                .render_str(item, vars)
-                .map_err(|e| anyhow::anyhow!("items[{j}]: {}", error_text(&e)))?;
+            let text = match self.env.get_template(&item_name(index, j)) {
+                Ok(compiled) => compiled.render(vars),
+                Err(_) => self.env.render_str(item, vars),
+            };
+            let text = text.map_err(|e| anyhow::anyhow!("items[{j}]: {}", error_text(&e)))?;
             let text = text.trim();
             if !text.is_empty() {
-                items.push(Value::String(text.to_string()));
+                items.push(text.to_string());
             }
         }
-        let mut vars = vars.clone();
-        vars.insert("items".into(), Value::Array(items));
-        vars.insert("block".into(), Value::String(block.name.clone()));
         let key = Pipeline::template_key(pipeline_file, block)
             .map_err(|e| anyhow::anyhow!("template {:?}: {e}", block.template))?;
         let template = self
@@ -165,11 +175,17 @@ impl PromptRenderer {
             .get_template(&key)
             .map_err(|e| anyhow::anyhow!("{}", error_text(&e)))?;
         let text = template
-            .render(&vars)
+            .render(minijinja::context! { items, block => block.name, ..vars.clone() })
             .map_err(|e| anyhow::anyhow!("{}", error_text(&e)))?;
         let text = text.trim();
         Ok((!text.is_empty()).then(|| text.to_string()))
     }
+}
+
+/// Template name of item `j` of block `i`: no directory, so an `include` in an item resolves from
+/// the harness root, as it does for a string rendered directly.
+fn item_name(i: usize, j: usize) -> String {
+    format!("<block {i} item {j}>")
 }
 
 /// A minijinja error with its kind, detail and location, on one line.

@@ -11,7 +11,6 @@ use serde_json::{json, Map, Value};
 use super::banks::{FEEDBACK_PREFIXES, FEEDBACK_TAGS, GUARD_TERMS};
 use super::config::Config;
 use super::ops::Ctx;
-use super::text::paraphrase;
 use crate::harness::hooks::{
     BannedTermsParams, BuiltinCheck, BuiltinHook, EventHooks, FeedbackRole, Hook, HookEvent,
     HooksConfig, MatcherGroup, OnFail,
@@ -151,6 +150,7 @@ pub fn feedback_role(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<Op
 pub fn feedback_wording(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<Option<Value>> {
     let c = cfg.ops.feedback_wording;
     let pool = cx.pool;
+    let para = cx.paraphraser.clone();
     edit_hooks(cx, |config| {
         let mut changed = Vec::new();
         for (id, _, b) in builtins_mut(config) {
@@ -162,7 +162,7 @@ pub fn feedback_wording(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result
             }
             let tag = FEEDBACK_TAGS.iter().find(|t| fb.template.starts_with(**t));
             let rest = tag.map_or(fb.template.as_str(), |t| &fb.template[t.len()..]);
-            let mut new = paraphrase(rest, pool, c.rate, rng);
+            let mut new = para.paraphrase(rest, pool, c.rate, rng);
             if tag.is_some() || rng.chance(0.5) {
                 new = format!("{}{new}", rng.pick(FEEDBACK_PREFIXES.of(pool)));
             }

@@ -24,6 +24,7 @@ pub mod config;
 pub mod hooks;
 pub mod naming;
 pub mod ops;
+pub mod paraphraser;
 pub mod prompt;
 pub mod rewrite;
 pub mod skill_content;
@@ -34,5 +35,6 @@ pub mod variant;
 
 pub use config::{Config, Pool, Selection};
 pub use ops::{Dim, OPS};
+pub use paraphraser::Paraphraser;
 pub use rewrite::{Augmenter, Rejection};
 pub use variant::{Spec, Variant};

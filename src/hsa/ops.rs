@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::config::{Config, Pool};
+use super::paraphraser::Paraphraser;
 use super::{hooks, prompt, skill_content, skill_ids, tools};
 use crate::harness::{FileSet, Harness, HarnessFile};
 use crate::record::Names;
@@ -81,17 +82,24 @@ pub struct Ctx<'a> {
     pub pool: Pool,
     /// Canonical skill ids that must survive (`--keep-skill`, config `keep`, a record's needs).
     pub keep_skills: &'a BTreeSet<String>,
+    pub paraphraser: Paraphraser,
     pub names: Names,
     files: FileSet,
     parsed: Option<Harness>,
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(base: &'a Harness, pool: Pool, keep_skills: &'a BTreeSet<String>) -> Ctx<'a> {
+    pub fn new(
+        base: &'a Harness,
+        pool: Pool,
+        keep_skills: &'a BTreeSet<String>,
+        paraphraser: Paraphraser,
+    ) -> Ctx<'a> {
         Ctx {
             base,
             pool,
             keep_skills,
+            paraphraser,
             names: Names::default(),
             files: base.files().clone(),
             parsed: Some(base.clone()),

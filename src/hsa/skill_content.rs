@@ -10,7 +10,6 @@ use serde_json::{json, Value};
 
 use super::config::Config;
 use super::ops::Ctx;
-use super::text::paraphrase;
 use crate::harness::skills::Skill;
 use crate::sim::rng::Rng;
 
@@ -79,11 +78,12 @@ fn edit_bodies(
 pub fn paraphrase_rules(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<Option<Value>> {
     let c = cfg.ops.paraphrase_rules;
     let pool = cx.pool;
+    let para = cx.paraphraser.clone();
     edit_bodies(cx, c.share, rng, |body, rng| {
         body.split_inclusive('\n')
             .map(|line| {
                 if is_bullet(line) || is_numbered(line) {
-                    paraphrase(line, pool, c.rate, rng)
+                    para.paraphrase(line, pool, c.rate, rng)
                 } else {
                     line.to_string()
                 }

@@ -10,7 +10,6 @@ use super::banks::{ExtraSkill, DESCRIPTION_PREFIXES, NOISE_SKILLS, SYNTHETIC_SKI
 use super::config::Config;
 use super::naming::skill_name;
 use super::ops::Ctx;
-use super::text::paraphrase;
 use crate::harness::skills::{Skill, SKILL_FILE};
 use crate::sim::rng::Rng;
 
@@ -90,7 +89,9 @@ pub fn rewrite_description(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Res
         if !rng.chance(c.share) {
             continue;
         }
-        let mut desc = paraphrase(&skill.front.description, cx.pool, c.rate, rng);
+        let mut desc = cx
+            .paraphraser
+            .paraphrase(&skill.front.description, cx.pool, c.rate, rng);
         if rng.chance(0.3) {
             desc = format!("{}{desc}", rng.pick(DESCRIPTION_PREFIXES.of(cx.pool)));
         }

@@ -73,6 +73,11 @@ fn protected() -> &'static Regex {
     RE.get_or_init(|| Regex::new(r"(?s)`[^`]*`|\{\{.*?\}\}|\{%.*?%\}").expect("static regex"))
 }
 
+/// The protected spans of `text`, in order (an endpoint paraphrase must keep them).
+pub fn protected_spans(text: &str) -> Vec<&str> {
+    protected().find_iter(text).map(|m| m.as_str()).collect()
+}
+
 /// All phrase forms, longest first, with the index of their group.
 fn phrase_finder() -> &'static (Regex, HashMap<&'static str, usize>) {
     static FINDER: OnceLock<(Regex, HashMap<&'static str, usize>)> = OnceLock::new();

@@ -14,7 +14,7 @@ use super::banks::DESCRIPTION_PREFIXES;
 use super::config::Config;
 use super::naming::tool_name;
 use super::ops::Ctx;
-use super::text::paraphrase;
+use super::paraphraser::Paraphraser;
 use crate::sim::rng::Rng;
 
 const NAME_TRIES: usize = 16;
@@ -86,6 +86,7 @@ fn edit_tools(
 
 fn rewrite_str(
     slot: Option<&mut Value>,
+    para: &Paraphraser,
     pool: super::config::Pool,
     rate: f64,
     lead_in: bool,
@@ -94,7 +95,7 @@ fn rewrite_str(
     let Some(Value::String(s)) = slot else {
         return false;
     };
-    let mut new = paraphrase(s, pool, rate, rng);
+    let mut new = para.paraphrase(s, pool, rate, rng);
     if lead_in && rng.chance(0.3) {
         new = format!("{}{new}", rng.pick(DESCRIPTION_PREFIXES.of(pool)));
     }
@@ -108,14 +109,16 @@ fn rewrite_str(
 pub fn rewrite_description(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<Option<Value>> {
     let c = cfg.ops.rewrite_tool_description;
     let pool = cx.pool;
+    let para = cx.paraphraser.clone();
     edit_tools(cx, c.share, rng, |v, rng| {
-        rewrite_str(v.get_mut("description"), pool, c.rate, true, rng)
+        rewrite_str(v.get_mut("description"), &para, pool, c.rate, true, rng)
     })
 }
 
 pub fn rewrite_params(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<Option<Value>> {
     let c = cfg.ops.rewrite_param_descriptions;
     let pool = cx.pool;
+    let para = cx.paraphraser.clone();
     edit_tools(cx, c.share, rng, |v, rng| {
         let Some(props) = v
             .pointer_mut("/inputSchema/properties")
@@ -125,7 +128,7 @@ pub fn rewrite_params(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<O
         };
         let mut any = false;
         for prop in props.values_mut() {
-            any |= rewrite_str(prop.get_mut("description"), pool, c.rate, false, rng);
+            any |= rewrite_str(prop.get_mut("description"), &para, pool, c.rate, false, rng);
         }
         any
     })

@@ -13,6 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::config::{Config, Pool, Selection};
 use super::ops::{Ctx, OPS};
+use super::paraphraser::Paraphraser;
 use crate::harness::Harness;
 use crate::record::{self, Names};
 use crate::sim::rng::Rng;
@@ -28,6 +29,8 @@ pub struct Spec {
     pub pool: Pool,
     /// Canonical skills no variant may mask.
     pub keep_skills: BTreeSet<String>,
+    /// Where paraphrases come from (the offline banks by default).
+    pub paraphraser: Paraphraser,
 }
 
 #[derive(Debug, Clone)]
@@ -45,7 +48,7 @@ impl Variant {
     /// Draws the variant of `base` for `seed`. The result always validates; a problem means an op is
     /// wrong, and is reported with the ops applied.
     pub fn draw(base: &Harness, spec: &Spec, seed: u64) -> Result<Variant> {
-        let mut cx = Ctx::new(base, spec.pool, &spec.keep_skills);
+        let mut cx = Ctx::new(base, spec.pool, &spec.keep_skills, spec.paraphraser.clone());
         let mut ops = Vec::new();
         let mut gate = Rng::derive(seed, "hsa-gate");
         for op in OPS {
