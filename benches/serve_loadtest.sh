@@ -3,17 +3,19 @@
 # committed replay set at concurrency 32 while a second client interleaves malformed, oversized and
 # unauthenticated requests. Passes when every replay request succeeds, every bad request gets a 4xx,
 # and the server counted no 5xx. Reports the server's peak RSS (VmHWM) and the replay summary.
-# Usage: benches/serve_loadtest.sh TOKENIZER_DIR OUT_DIR   (make loadtest builds the release binaries)
+# Usage: benches/serve_loadtest.sh TOKENIZER_DIR OUT_DIR   (make loadtest builds the release binaries;
+# BIN=target/debug runs the debug ones)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOK=$1
+BIN=${BIN:-target/release}
 OUT=$2
 mkdir -p "$OUT"
 rm -f "$OUT/.done"
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 KEY=load-$RANDOM
 URL="http://127.0.0.1:$PORT/v1/chat/completions"
-target/release/serve --preset tiny --tokenizer "$TOK" --port "$PORT" --api-key "$KEY" \
+"$BIN/serve" --preset tiny --tokenizer "$TOK" --port "$PORT" --api-key "$KEY" \
   --max-batch 32 --max-queue 512 --max-body-bytes 262144 2>"$OUT/serve.log" &
 PID=$!
 trap 'kill $PID 2>/dev/null || true' EXIT
@@ -33,7 +35,7 @@ python3 -c 'import json; print(json.dumps({"messages": [{"role": "user", "conten
 BAD=$!
 
 START=$(date +%s.%N)
-target/release/replay-bench run --base-url "http://127.0.0.1:$PORT" --api-key "$KEY" --num-prompts 1000 \
+"$BIN/replay-bench" run --base-url "http://127.0.0.1:$PORT" --api-key "$KEY" --num-prompts 1000 \
   --concurrency 32 --max-tokens 32 --temperature 0.7 --seed 1 --label loadtest --out "$OUT" >/dev/null
 touch "$OUT/.done"
 wait $BAD

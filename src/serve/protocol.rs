@@ -286,17 +286,11 @@ impl Fields<'_> {
                     ))
                 }
             }
-            match m.get("content") {
-                None | Some(Value::Null | Value::String(_) | Value::Array(_)) => {}
-                Some(_) => {
-                    return Err(ApiError::field(
-                        &format!("messages[{i}].content"),
-                        format!("messages[{i}].content must be a string, a list of parts or null"),
-                    ))
-                }
-            }
         }
-        Ok(list.clone())
+        list.iter()
+            .enumerate()
+            .map(|(i, m)| normalize(i, m))
+            .collect()
     }
 
     fn tool_choice(&self, tools: &[Tool]) -> Result<ToolChoice, ApiError> {
@@ -335,4 +329,39 @@ impl Fields<'_> {
         }
         Ok(choice)
     }
+}
+
+/// Message content as string-content chat templates expect it, as vLLM prepares it: a missing or null
+/// content (an assistant turn that only called tools) becomes "", and a list of text parts is joined.
+fn normalize(i: usize, message: &Value) -> Result<Value, ApiError> {
+    let mut m = message.clone();
+    let param = format!("messages[{i}].content");
+    let text = match m.get("content") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .map(|p| {
+                match (
+                    p.get("type").and_then(Value::as_str),
+                    p.get("text").and_then(Value::as_str),
+                ) {
+                    (Some("text"), Some(t)) => Ok(t),
+                    _ => Err(ApiError::field(
+                        &param,
+                        format!("{param}: only text parts are supported"),
+                    )),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?
+            .join(""),
+        Some(_) => {
+            return Err(ApiError::field(
+                &param,
+                format!("{param} must be a string, a list of parts or null"),
+            ))
+        }
+    };
+    m["content"] = Value::String(text);
+    Ok(m)
 }
