@@ -26,7 +26,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: run build test bench clean-out serve replay replay-set loadtest openai-client-test
+.PHONY: run build test bench clean-out distill compare serve replay replay-set loadtest openai-client-test
 
 build:
 	$(CARGO) build --release --bins
@@ -47,6 +47,34 @@ run: build
 	$(HAT) tokenizer train --records $(OUT)/teacher.hsa.jsonl --harness $(HARNESS) \
 		--text testdata/ifeval/input_data.jsonl --vocab-size 4096 --out $(OUT)/tokenizer
 	@echo "pipeline outputs in $(OUT)/: system_prompt.txt heldout-variants/ teacher*.jsonl teacher.report.md tokenizer/"
+	$(MAKE) distill
+
+# HSA-SFT of the embedded default (tiny preset, CPU): collect filtered oracle trajectories under the original
+# harness and train-pool variants, train the tokenizer on them, train for at most DISTILL_MINUTES, then play
+# held-out dev tasks with the model (LocalPolicy) under the original harness and score them with the judge.
+DISTILL := $(OUT)/distill
+DISTILL_TASKS ?= 600
+DISTILL_VARIANTS ?= 4
+DISTILL_MINUTES ?= 15
+DISTILL_STEPS ?= 400
+DISTILL_EVAL_TASKS ?= 40
+TD := $(BIN)/teacher-distill
+distill: build
+	@mkdir -p $(DISTILL)
+	$(HAT) sim tasks --n $(DISTILL_TASKS) --split train --seed $(SEED) -o $(DISTILL)/tasks.train.jsonl
+	$(HAT) sim tasks --n $(DISTILL_EVAL_TASKS) --split dev --seed $(SEED) -o $(DISTILL)/tasks.dev.jsonl
+	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.train.jsonl --variants $(DISTILL_VARIANTS) \
+		--original-share 0.5 --faults $(FAULTS) --seed $(SEED) -o $(DISTILL)/teacher.jsonl --summary $(DISTILL)/collect.json
+	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.dev.jsonl --variants 0 --seed $(SEED) -o $(DISTILL)/teacher.dev.jsonl
+	$(HAT) tokenizer train --records $(DISTILL)/teacher.jsonl --harness $(HARNESS) \
+		--text testdata/ifeval/input_data.jsonl --vocab-size 4096 --out $(DISTILL)/tokenizer
+	$(TD) train --records $(DISTILL)/teacher.jsonl --dev-records $(DISTILL)/teacher.dev.jsonl --model-init tiny \
+		--tokenizer $(DISTILL)/tokenizer --out $(DISTILL)/model --max-steps $(DISTILL_STEPS) --max-train-minutes $(DISTILL_MINUTES) \
+		--learning-rate 3e-3 --batch-tokens 8192 --eval-steps 100 --save-steps 100 --seed $(SEED) \
+		--rejects $(DISTILL)/train.rejects.jsonl
+	$(TD) eval --model tiny=$$(ls -d $(DISTILL)/model/checkpoint-* | tail -1) --set original=$(HARNESS) \
+		--tasks $(DISTILL)/tasks.dev.jsonl --n $(DISTILL_EVAL_TASKS) --seed $(SEED) \
+		--episodes $(DISTILL)/eval.jsonl --summary $(DISTILL)/eval.json | tee $(DISTILL)/eval.md
 
 test:
 	$(CARGO) test

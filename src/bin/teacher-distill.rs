@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use hat::distill::cli::{collect, train, CollectArgs, TrainArgs};
+use hat::distill::cli::{collect, eval, train, CollectArgs, EvalArgs, TrainArgs};
 
 #[cfg(not(feature = "cuda"))]
 type Backend = burn::backend::Autodiff<burn::backend::NdArray<f32>>;
@@ -32,6 +32,8 @@ enum Command {
     Collect(CollectArgs),
     /// Supervised fine-tuning on trajectories (loss on assistant tokens only); Ctrl-C saves a checkpoint.
     Train(TrainArgs),
+    /// Play held-out tasks with trained checkpoints under harness sets; judge scores and a markdown table.
+    Eval(EvalArgs),
 }
 
 /// Ctrl-C sets the flag; the trainer finishes its step, checkpoints and exits. A second Ctrl-C kills.
@@ -49,19 +51,20 @@ fn stop_flag() -> Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
-fn run(cli: &Cli) -> Result<()> {
+fn run(cli: &Cli) -> Result<i32> {
     match &cli.command {
-        Command::Collect(a) => collect(a),
+        Command::Collect(a) => collect(a).map(|()| 0),
         Command::Train(a) => {
             let stop = stop_flag()?;
-            train::<Backend>(a, &stop, &Default::default())
+            train::<Backend>(a, &stop, &Default::default()).map(|()| 0)
         }
+        Command::Eval(a) => eval(a),
     }
 }
 
 fn main() -> ExitCode {
     match run(&Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             eprintln!("teacher-distill: {e:#}");
             ExitCode::FAILURE

@@ -42,6 +42,9 @@ pub struct CollectArgs {
     /// HSA variants of the harness, drawn from the train pool (0 = original harness only).
     #[arg(long, default_value_t = 8)]
     pub variants: usize,
+    /// Where the variant harness directories are written (default: OUTPUT.variants, or a temp dir).
+    #[arg(long, value_name = "DIR")]
+    pub variants_dir: Option<PathBuf>,
     /// Share of tasks played under the original harness; the rest go to variants.
     #[arg(long, default_value_t = 0.25)]
     pub original_share: f64,
@@ -101,6 +104,7 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
         selection: Selection::default(),
         pool: Pool::Train,
         keep_skills: Default::default(),
+        paraphraser: Default::default(),
     };
     let make_policy = || -> Option<Box<dyn Policy>> {
         a.teacher_url.as_ref().map(|url| {
@@ -112,7 +116,21 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
             Box::new(OpenAi::new(cfg)) as Box<dyn Policy>
         })
     };
-    let settings = collect::settings(&base, &spec, a.variants, a.seed, &make_policy)?;
+    let variants_dir = a
+        .variants_dir
+        .clone()
+        .unwrap_or_else(|| match a.io.output.as_str() {
+            "-" => std::env::temp_dir().join(format!("hat-collect-{}", std::process::id())),
+            out => PathBuf::from(format!("{out}.variants")),
+        });
+    let settings = collect::settings(
+        &base,
+        &spec,
+        a.variants,
+        a.seed,
+        &variants_dir,
+        &make_policy,
+    )?;
     let catalog = a.catalog.load()?;
     let env = SimEnv {
         catalog: &catalog,
@@ -328,4 +346,119 @@ pub fn train<B: AutodiffBackend>(
         outcome.checkpoint.display()
     );
     Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// A model to evaluate as NAME=DIR (repeat to compare models).
+    #[arg(long = "model", required = true, value_name = "NAME=DIR")]
+    pub models: Vec<String>,
+    /// A harness set as NAME=DIR[,DIR…] (repeat); tasks are dealt round-robin over the set's harnesses.
+    #[arg(long = "set", required = true, value_name = "NAME=DIRS")]
+    pub sets: Vec<String>,
+    /// Held-out task JSONL (`hat sim tasks --split dev`).
+    #[arg(long, value_name = "FILE")]
+    pub tasks: String,
+    /// Evaluate the first N tasks.
+    #[arg(long, default_value_t = 50)]
+    pub n: usize,
+    #[command(flatten)]
+    pub catalog: CatalogSource,
+    #[arg(long, default_value = "")]
+    pub faults: FaultPlan,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Longest reply, in tokens.
+    #[arg(long, default_value_t = 160)]
+    pub max_tokens: usize,
+    /// Episodes run at once.
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Write the scored episodes here.
+    #[arg(long, value_name = "FILE")]
+    pub episodes: Option<String>,
+    /// Write the summaries here as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+    /// Exit with status 1 when the first model's right-tool rate on the first set is below this.
+    #[arg(long)]
+    pub min_right_tool: Option<f64>,
+}
+
+fn split_pair<'a>(s: &'a str, flag: &str) -> Result<(&'a str, &'a str)> {
+    s.split_once('=')
+        .ok_or_else(|| anyhow::anyhow!("{flag} {s:?}: expected NAME=VALUE"))
+}
+
+/// Runs `eval`; prints the markdown table on stdout. Returns the exit status.
+pub fn eval(a: &EvalArgs) -> Result<i32> {
+    use super::eval::{markdown, play, summarise};
+    use crate::policy::local::{LocalOptions, LocalPolicy};
+    let tasks: Vec<Trajectory> = JsonlArgs {
+        input: a.tasks.clone(),
+        output: "-".into(),
+        on_error: crate::jsonl::OnError::Fail,
+        rejects: None,
+        shard: None,
+    }
+    .records::<Trajectory>()?
+    .take(a.n)
+    .collect::<Result<_>>()?;
+    let catalog = a.catalog.load()?;
+    let env = SimEnv {
+        catalog: &catalog,
+        faults: &a.faults,
+        seed: a.seed,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(a.concurrency.max(1))
+        .build()?;
+    let mut writer = a
+        .episodes
+        .as_deref()
+        .map(crate::jsonl::JsonlWriter::create)
+        .transpose()?;
+    let mut rows = Vec::new();
+    for m in &a.models {
+        let (name, dir) = split_pair(m, "--model")?;
+        let mut opts = LocalOptions::default();
+        opts.sampling.max_tokens = a.max_tokens;
+        opts.sampling.seed = a.seed;
+        let policy = LocalPolicy::load(std::path::Path::new(dir), opts)?;
+        for set in &a.sets {
+            let (set_name, dirs) = split_pair(set, "--set")?;
+            let dirs: Vec<&str> = dirs.split(',').filter(|d| !d.is_empty()).collect();
+            let (mut all, mut errors) = (Vec::new(), 0);
+            for (k, d) in dirs.iter().enumerate() {
+                let mine: Vec<Trajectory> =
+                    tasks.iter().skip(k).step_by(dirs.len()).cloned().collect();
+                let (eps, err) = play(std::path::Path::new(d), &policy, &mine, &env, &pool)?;
+                all.extend(eps);
+                errors += err;
+            }
+            let s = summarise(set_name, &all, errors);
+            eprintln!("teacher-distill eval: {name} on {set_name}: {}", json!(s));
+            if let Some(w) = writer.as_mut() {
+                for t in &all {
+                    w.write(t)?;
+                }
+            }
+            rows.push((name.to_string(), set_name.to_string(), s));
+        }
+    }
+    if let Some(w) = writer {
+        w.finish()?;
+    }
+    print!("{}", markdown(&rows));
+    if let Some(p) = &a.summary {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(m, s, e)| json!({"model": m, "set": s, "summary": e}))
+            .collect();
+        std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n")?;
+    }
+    Ok(match (a.min_right_tool, rows.first()) {
+        (Some(min), Some((_, _, s))) if s.right_tool < min => 1,
+        _ => 0,
+    })
 }

@@ -168,12 +168,14 @@ pub struct Setting {
 }
 
 /// The original harness plus `n` train-pool variants, each with its teacher from `make_policy`
-/// (`None` = the oracle).
+/// (`None` = the oracle). Variants are written under `dir` (`variant-NNN/`) and loaded back, since
+/// command hooks run from a harness directory.
 pub fn settings(
     base: &Harness,
     spec: &Spec,
     n: usize,
     seed: u64,
+    dir: &std::path::Path,
     make_policy: &dyn Fn() -> Option<Box<dyn Policy>>,
 ) -> Result<Vec<Setting>> {
     let mut out = Vec::with_capacity(n + 1);
@@ -187,11 +189,19 @@ pub fn settings(
     for i in 0..n {
         let v = Variant::draw(base, spec, variant_seed(seed, i as u64))
             .with_context(|| format!("drawing HSA variant {i}"))?;
+        let label = format!("variant-{i:03}");
+        let path = dir.join(&label);
+        if path.exists() {
+            std::fs::remove_dir_all(&path)
+                .with_context(|| format!("replacing {}", path.display()))?;
+        }
+        v.write_to(&path)?;
+        let harness = Harness::load(&path)?;
         out.push(Setting {
-            label: format!("variant-{i:03}"),
-            agent: Agent::new(&v.harness, v.names.clone())?,
+            label,
+            agent: Agent::new(&harness, v.names.clone())?,
             policy: make_policy()
-                .unwrap_or_else(|| Box::new(Oracle::new(&v.harness, v.names.clone()))),
+                .unwrap_or_else(|| Box::new(Oracle::new(&harness, v.names.clone()))),
             variant: Some(v),
         });
     }
