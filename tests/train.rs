@@ -1,0 +1,539 @@
+//! Training core: the training view's mask, bucketing, schedule, AdamW, clipping, accumulation,
+//! checkpoints (atomic, corruption detected), exact resume, and bad inputs.
+
+use std::sync::atomic::AtomicBool;
+
+use burn::backend::{Autodiff, NdArray};
+use burn::module::{Module, Param};
+use burn::prelude::*;
+use burn::tensor::TensorData;
+use hat::model::{presets, CausalLm};
+use hat::record::Trajectory;
+use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
+use hat::train::batch::{bucket, to_tensors, Cursor, Sampler};
+use hat::train::checkpoint;
+use hat::train::data::load_views;
+use hat::train::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
+use hat::train::trainer::{micro_batch_loss, train, RunDirs, TrainConfig, TrainData};
+use hat::train::view::{check_tokenizer_fits, SegmentKind, Skip, TrainingView, ViewBuilder};
+use serde_json::json;
+use tempfile::TempDir;
+
+type B = Autodiff<NdArray<f32>>;
+type Inner = NdArray<f32>;
+
+/// A record with a tool call, its result and a final reply.
+fn record(id: &str, question: &str, reply: &str) -> Trajectory {
+    serde_json::from_value(json!({
+        "id": id,
+        "tools": [{"type": "function", "function": {"name": "check_inventory", "description": "Stock of a product.",
+                   "parameters": {"type": "object", "properties": {"product_id": {"type": "string"}}}}}],
+        "messages": [
+            {"role": "system", "content": "You are the host of a live shopping stream."},
+            {"role": "user", "content": question},
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "check_inventory", "arguments": "{\"product_id\": \"p1\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "{\"stock\": 3}"},
+            {"role": "assistant", "content": reply}
+        ]
+    }))
+    .unwrap()
+}
+
+/// A small BPE tokenizer with the Qwen3 chat template, trained on text like the records'.
+fn tokenizer_dir() -> TempDir {
+    let mut corpus = Vec::new();
+    for i in 0..60 {
+        corpus.push(format!(
+            "<|im_start|>user\nIs p{i} in stock? Yes, {i} left.<|im_end|>\n<tool_call>\n{{\"name\": \"check_inventory\", \"arguments\": {{\"product_id\": \"p{i}\"}}}}\n</tool_call> You are the host of a live shopping stream. Stock of a product. function parameters type object properties string"
+        ));
+    }
+    let tok = train_bpe(
+        corpus,
+        &TrainOptions {
+            vocab_size: 700,
+            min_frequency: 2,
+        },
+    )
+    .unwrap();
+    let dir = TempDir::new().unwrap();
+    save_hf(&tok, dir.path(), QWEN3_CHAT_TEMPLATE, 4096).unwrap();
+    dir
+}
+
+fn decode(b: &ViewBuilder, ids: &[u32]) -> String {
+    b.tokenizer().decode(ids, false).unwrap()
+}
+
+/// Maximal runs of mask = 1 as (start, end).
+fn runs(mask: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, &m) in mask.iter().chain(std::iter::once(&0)).enumerate() {
+        match (m, start) {
+            (1, None) => start = Some(i),
+            (0, Some(s)) => {
+                out.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn view_masks_exactly_the_generated_assistant_tokens() {
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let v = b
+        .build(&record("r1", "Is p1 in stock?", "Yes, 3 left."))
+        .unwrap();
+    assert_eq!(v.tokens.len(), v.loss_mask.len());
+    let call = "<think>\n\n</think>\n\n<tool_call>\n{\"name\": \"check_inventory\", \"arguments\": {\"product_id\": \"p1\"}}\n</tool_call><|im_end|>";
+    let reply = "<think>\n\n</think>\n\nYes, 3 left.<|im_end|>";
+    let r = runs(&v.loss_mask);
+    assert_eq!(r.len(), 2, "two assistant turns, two trained spans: {r:?}");
+    assert_eq!(decode(&b, &v.tokens[r[0].0..r[0].1]), call);
+    assert_eq!(decode(&b, &v.tokens[r[1].0..r[1].1]), reply);
+    // Right before each span: the untrained generation header; right after: the untrained newline.
+    assert!(decode(&b, &v.tokens[..r[0].0]).ends_with("<|im_start|>assistant\n"));
+    assert!(decode(&b, &v.tokens[r[1].0 - 3..r[1].0]).ends_with("<|im_start|>assistant\n"));
+    assert_eq!(decode(&b, &v.tokens[r[0].1..r[0].1 + 1]), "\n");
+    assert_eq!(
+        r[1].1,
+        v.tokens.len() - 1,
+        "the final newline is not trained"
+    );
+    // The context between the turns is the tool result, as the template renders it, untrained.
+    let between = decode(&b, &v.tokens[r[0].1..r[1].0]);
+    assert_eq!(
+        between,
+        "\n<|im_start|>user\n<tool_response>\n{\"stock\": 3}\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    );
+    // The stream is the generation-time prompt + each completion, token for token.
+    let full = decode(&b, &v.tokens);
+    assert!(full.starts_with("<|im_start|>system\nYou are the host"));
+    let kinds: Vec<SegmentKind> = v.segments.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            SegmentKind::Context,
+            SegmentKind::ToolCall,
+            SegmentKind::Context,
+            SegmentKind::Reply
+        ]
+    );
+    assert_eq!(v.segments.last().unwrap().end, v.tokens.len());
+    assert_eq!(v.trained_tokens(), (r[0].1 - r[0].0) + (r[1].1 - r[1].0));
+}
+
+#[test]
+fn records_without_assistant_tokens_and_overlong_ones_are_counted_skips() {
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let mut no_assistant = record("r2", "hi", "x");
+    no_assistant.messages.truncate(2);
+    assert_eq!(b.build(&no_assistant), Err(Skip::NoAssistantTokens));
+
+    let data = TempDir::new().unwrap();
+    let path = data.path().join("r.jsonl");
+    let long = record("r3", &"very long question ".repeat(200), "ok");
+    let lines: Vec<String> = [record("r1", "Is p1 in stock?", "Yes."), no_assistant, long]
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap())
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let rejects = data.path().join("rejects.jsonl");
+    let (views, s) = load_views(path.to_str().unwrap(), Some(rejects.clone()), &b, 400).unwrap();
+    assert_eq!(views.len(), 1);
+    assert_eq!(s.skipped["no_assistant_tokens"], 1);
+    assert_eq!(s.skipped["longer_than_max_seq_length"], 1);
+    let reasons = std::fs::read_to_string(data.path().join("rejects.jsonl.reasons.jsonl")).unwrap();
+    assert!(
+        reasons.contains("r2") && reasons.contains("max_seq_length"),
+        "{reasons}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&rejects).unwrap().lines().count(),
+        2
+    );
+}
+
+#[test]
+fn a_tokenizer_that_does_not_fit_the_model_is_a_clear_error() {
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let err = check_tokenizer_fits(b.tokenizer(), 256, b.end_of_turn()).unwrap_err();
+    assert!(err.to_string().contains("vocab_size is 256"), "{err}");
+    assert!(check_tokenizer_fits(
+        b.tokenizer(),
+        b.tokenizer().get_vocab_size(true),
+        b.end_of_turn()
+    )
+    .is_ok());
+}
+
+#[test]
+fn bucketing_respects_the_token_budget_and_the_sampler_resumes_from_its_cursor() {
+    let lengths = [10, 50, 12, 48, 11, 100, 9];
+    let batches = bucket(&lengths, 40);
+    let mut seen: Vec<usize> = batches.concat();
+    seen.sort();
+    assert_eq!(seen, (0..lengths.len()).collect::<Vec<_>>());
+    for b in &batches {
+        let max = b.iter().map(|&i| lengths[i]).max().unwrap();
+        assert!(b.len() == 1 || b.len() * max <= 40, "{b:?}");
+    }
+    // Short rows go together: 9, 10, 11 (3 × 11 = 33 ≤ 40), then 12 alone would make 4 × 12 = 48.
+    assert_eq!(batches[0], vec![6, 0, 4]);
+
+    let mut a = Sampler::new(batches.clone(), 7, Cursor::default());
+    let first: Vec<Vec<usize>> = (0..12).map(|_| a.next_batch().to_vec()).collect();
+    let mut b = Sampler::new(batches.clone(), 7, Cursor::default());
+    for _ in 0..5 {
+        b.next_batch();
+    }
+    let mut c = Sampler::new(batches, 7, b.cursor);
+    let rest: Vec<Vec<usize>> = (5..12).map(|_| c.next_batch().to_vec()).collect();
+    assert_eq!(&first[5..], &rest[..]);
+    assert_eq!(
+        c.cursor.epoch, 2,
+        "12 batches over 5 per epoch end in the third epoch"
+    );
+}
+
+#[test]
+fn cosine_schedule_with_warmup_matches_transformers() {
+    let lr = |s| cosine_with_warmup(1e-3, s, 10, 110);
+    assert_eq!(lr(0), 0.0);
+    assert!((lr(5) - 5e-4).abs() < 1e-15);
+    assert!((lr(10) - 1e-3).abs() < 1e-15);
+    assert!((lr(60) - 5e-4).abs() < 1e-12, "half-way through the cosine");
+    assert!(lr(110).abs() < 1e-15);
+    assert!((lr(35) - 1e-3 * 0.5 * (1.0 + (std::f64::consts::PI * 0.25).cos())).abs() < 1e-15);
+}
+
+#[derive(Module, Debug)]
+struct Toy<Bk: Backend> {
+    w: Param<Tensor<Bk, 2>>,
+    b: Param<Tensor<Bk, 1>>,
+}
+
+fn toy(w: [f32; 2], b: f32) -> Toy<B> {
+    let d = Default::default();
+    Toy {
+        w: Param::from_tensor(Tensor::from_data(TensorData::new(w.to_vec(), [1, 2]), &d)),
+        b: Param::from_tensor(Tensor::from_data(TensorData::new(vec![b], [1]), &d)),
+    }
+}
+
+/// loss = Σ c·w + d·b, so the gradients are c and d whatever the parameters.
+fn toy_grads(m: &Toy<B>, c: [f32; 2], d: f32, buf: &mut GradBuffer<Inner>) {
+    let dev = Default::default();
+    let ct = Tensor::<B, 2>::from_data(TensorData::new(c.to_vec(), [1, 2]), &dev);
+    let loss = (m.w.val() * ct).sum() + m.b.val().mul_scalar(d).sum();
+    buf.accumulate::<B, _>(m, &loss.backward());
+}
+
+fn values<const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    t.into_data().convert::<f32>().into_vec().unwrap()
+}
+
+#[test]
+fn adamw_steps_match_hand_computed_values() {
+    let cfg = AdamWConfig {
+        beta1: 0.9,
+        beta2: 0.999,
+        eps: 1e-8,
+        weight_decay: 0.1,
+    };
+    let mut opt = AdamW::<Inner>::new(cfg);
+    let mut m = toy([1.0, -2.0], 0.5);
+    let (lr, grads) = (0.01, [[0.5f64, -1.0, 2.0], [-0.25, 0.5, 1.0]]);
+    // Reference: torch.optim.AdamW, in f64, decay on w only (b is a vector).
+    let mut p = [1.0f64, -2.0, 0.5];
+    let (mut mm, mut vv) = ([0.0f64; 3], [0.0f64; 3]);
+    for (t, g) in grads.iter().enumerate() {
+        let mut buf = GradBuffer::default();
+        toy_grads(&m, [g[0] as f32, g[1] as f32], g[2] as f32, &mut buf);
+        m = opt.step::<B, _>(m, lr, &mut buf);
+        let t = (t + 1) as i32;
+        for k in 0..3 {
+            if k < 2 {
+                p[k] *= 1.0 - lr * cfg.weight_decay;
+            }
+            mm[k] = 0.9 * mm[k] + 0.1 * g[k];
+            vv[k] = 0.999 * vv[k] + 0.001 * g[k] * g[k];
+            let mhat = mm[k] / (1.0 - 0.9f64.powi(t));
+            let vhat = vv[k] / (1.0 - 0.999f64.powi(t));
+            p[k] -= lr * mhat / (vhat.sqrt() + 1e-8);
+        }
+        let got: Vec<f32> = values(m.w.val())
+            .into_iter()
+            .chain(values(m.b.val()))
+            .collect();
+        for k in 0..3 {
+            assert!(
+                (got[k] as f64 - p[k]).abs() < 1e-6,
+                "step {t} param {k}: {} vs {}",
+                got[k],
+                p[k]
+            );
+        }
+    }
+    assert_eq!(opt.step, 2);
+}
+
+#[test]
+fn clipping_scales_to_the_global_norm_and_accumulation_sums() {
+    let m = toy([0.0, 0.0], 0.0);
+    let mut buf = GradBuffer::default();
+    toy_grads(&m, [3.0, 0.0], 4.0, &mut buf);
+    toy_grads(&m, [3.0, 0.0], 4.0, &mut buf); // accumulated: (6, 0), 8 → norm 10
+    assert!((buf.norm() - 10.0).abs() < 1e-5);
+    let before = buf.clip(1.0);
+    assert!((before - 10.0).abs() < 1e-5);
+    assert!((buf.norm() - 1.0).abs() < 1e-5);
+    let w: Vec<f32> = buf.grads[0]
+        .clone()
+        .unwrap()
+        .into_data()
+        .convert::<f32>()
+        .into_vec()
+        .unwrap();
+    assert!((w[0] - 0.6).abs() < 1e-5 && w[1].abs() < 1e-7);
+    // Under the limit nothing changes.
+    let n = buf.clip(5.0);
+    assert!((n - 1.0).abs() < 1e-5 && (buf.norm() - 1.0).abs() < 1e-5);
+}
+
+fn tiny_model(vocab: usize, seed: u64) -> CausalLm<B> {
+    let mut cfg = presets::preset("tiny", Some(vocab)).unwrap();
+    cfg.router_aux_loss_coef = 0.0;
+    CausalLm::init(&cfg, seed, &Default::default()).unwrap()
+}
+
+fn views(b: &ViewBuilder) -> Vec<TrainingView> {
+    (0..6)
+        .map(|i| {
+            b.build(&record(
+                &format!("r{i}"),
+                &format!("Is p{i} in stock?"),
+                &format!("Yes, {i} left."),
+            ))
+            .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn two_accumulated_half_batches_give_the_full_batch_gradient() {
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let vs = views(&b);
+    let model = tiny_model(b.tokenizer().get_vocab_size(true), 3);
+    let d = Default::default();
+    let all: Vec<&TrainingView> = vs[..4].iter().collect();
+    let full = to_tensors::<B>(&all, 0, &d).unwrap();
+    let halves = [
+        to_tensors::<B>(&all[..2], 0, &d).unwrap(),
+        to_tensors::<B>(&all[2..], 0, &d).unwrap(),
+    ];
+    let norm = full.trained;
+    assert_eq!(norm, halves[0].trained + halves[1].trained);
+    let mut one = GradBuffer::default();
+    let (loss, _) = micro_batch_loss(&model, &full, norm, 0.0, 1, 0.0).unwrap();
+    one.accumulate::<B, _>(&model, &loss.backward());
+    let mut two = GradBuffer::default();
+    for h in &halves {
+        let (loss, _) = micro_batch_loss(&model, h, norm, 0.0, 2, 0.0).unwrap();
+        two.accumulate::<B, _>(&model, &loss.backward());
+    }
+    let (n1, n2) = (one.norm(), two.norm());
+    assert!(n1 > 0.0);
+    assert!((n1 - n2).abs() / n1 < 1e-4, "{n1} vs {n2}");
+    for (a, c) in one.grads.iter().zip(&two.grads) {
+        if let (Some(a), Some(c)) = (a, c) {
+            let diff = (a.clone() - c.clone()).abs().max().into_scalar();
+            assert!(diff < 1e-5, "max gradient difference {diff}");
+        }
+    }
+}
+
+fn config(steps: usize) -> TrainConfig {
+    TrainConfig {
+        max_steps: steps,
+        learning_rate: 1e-2,
+        batch_tokens: 400,
+        gradient_accumulation_steps: 2,
+        warmup_steps: 1,
+        adamw: AdamWConfig::default(),
+        max_grad_norm: 1.0,
+        seed: 5,
+        eval_steps: 2,
+        save_steps: 2,
+        router_aux_loss_coef: Some(0.001),
+        mtp_loss_weight: 0.3,
+        stop_after: None,
+        max_seconds: None,
+    }
+}
+
+fn losses(dir: &std::path::Path) -> Vec<(u64, f64)> {
+    std::fs::read_to_string(dir.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter_map(|v| {
+            Some((
+                v["step"].as_u64()?,
+                v["loss"].as_f64().or(v["dev_loss"].as_f64())?,
+            ))
+        })
+        .collect()
+}
+
+#[test]
+fn an_interrupted_and_resumed_run_reproduces_the_uninterrupted_loss_curve() {
+    let tok = tokenizer_dir();
+    let b = ViewBuilder::from_dir(tok.path()).unwrap();
+    let vocab = b.tokenizer().get_vocab_size(true);
+    let data = TrainData {
+        train: views(&b),
+        dev: views(&b)[..2].to_vec(),
+        pad: 0,
+    };
+    let stop = AtomicBool::new(false);
+    let d = Default::default();
+
+    let straight = TempDir::new().unwrap();
+    let dirs = RunDirs {
+        out: straight.path(),
+        tokenizer: tok.path(),
+    };
+    let a = train(
+        &config(5),
+        tiny_model(vocab, 3),
+        &data,
+        &dirs,
+        false,
+        &stop,
+        &d,
+    )
+    .unwrap();
+    assert_eq!(a.steps, 5);
+
+    let split = TempDir::new().unwrap();
+    let dirs = RunDirs {
+        out: split.path(),
+        tokenizer: tok.path(),
+    };
+    let first = train(
+        &TrainConfig {
+            stop_after: Some(3),
+            ..config(5)
+        },
+        tiny_model(vocab, 3),
+        &data,
+        &dirs,
+        false,
+        &stop,
+        &d,
+    )
+    .unwrap();
+    assert!(first.interrupted && first.steps == 3);
+    assert!(split
+        .path()
+        .join(checkpoint::dir_name(3))
+        .join("tokenizer.json")
+        .exists());
+    // A different initial model proves the weights come from the checkpoint.
+    let resumed = train(
+        &config(5),
+        tiny_model(vocab, 99),
+        &data,
+        &dirs,
+        true,
+        &stop,
+        &d,
+    )
+    .unwrap();
+    assert_eq!(resumed.steps, 5);
+
+    let (x, y) = (losses(straight.path()), losses(split.path()));
+    assert_eq!(x.len(), y.len(), "{x:?}\n{y:?}");
+    assert!(x[0].1 > x[x.len() - 1].1 - 10.0);
+    for (p, q) in x.iter().zip(&y) {
+        assert_eq!(p.0, q.0);
+        assert!((p.1 - q.1).abs() < 1e-5, "step {}: {} vs {}", p.0, p.1, q.1);
+    }
+}
+
+#[test]
+fn checkpoints_are_atomic_and_corruption_is_detected_on_load() {
+    let tok = tokenizer_dir();
+    let b = ViewBuilder::from_dir(tok.path()).unwrap();
+    let vocab = b.tokenizer().get_vocab_size(true);
+    let data = TrainData {
+        train: views(&b),
+        dev: Vec::new(),
+        pad: 0,
+    };
+    let out = TempDir::new().unwrap();
+    let dirs = RunDirs {
+        out: out.path(),
+        tokenizer: tok.path(),
+    };
+    let o = train(
+        &config(2),
+        tiny_model(vocab, 3),
+        &data,
+        &dirs,
+        false,
+        &AtomicBool::new(false),
+        &Default::default(),
+    )
+    .unwrap();
+    let names: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.ends_with(".tmp")),
+        "no temporary directory left: {names:?}"
+    );
+    assert_eq!(
+        checkpoint::latest(out.path()).unwrap().unwrap(),
+        o.checkpoint
+    );
+    checkpoint::verify(&o.checkpoint).unwrap();
+    // The checkpoint is a plain HF directory.
+    let loaded = CausalLm::<Inner>::load(&o.checkpoint, &Default::default()).unwrap();
+    assert_eq!(loaded.config.vocab_size, vocab);
+
+    let weights = o.checkpoint.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let k = bytes.len() - 5;
+    bytes[k] ^= 0x40;
+    std::fs::write(&weights, bytes).unwrap();
+    let mut opt = AdamW::<Inner>::new(AdamWConfig::default());
+    let err =
+        checkpoint::load::<Inner, Inner>(&o.checkpoint, &mut opt, &Default::default()).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("corrupted") && msg.contains("model.safetensors"),
+        "{msg}"
+    );
+    let err = train(
+        &config(3),
+        tiny_model(vocab, 3),
+        &data,
+        &dirs,
+        true,
+        &AtomicBool::new(false),
+        &Default::default(),
+    )
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("corrupted"));
+}
