@@ -437,3 +437,52 @@ fn local_policy_answers_a_conversation_with_tools() {
     assert_eq!(a, b, "same conversation and seed, same reply");
     assert!(policy.name().starts_with("local:"));
 }
+
+/// Speculative decoding with the MTP head gives the same tokens as plain decoding, greedy and
+/// sampled, on a DeltaNet model (rejections restore the recurrent state) and on the transformers
+/// fixture.
+#[test]
+fn mtp_speculative_decoding_matches_plain_decoding() {
+    use hat::model::speculative::generate_speculative;
+    let q35 = CausalLm::<B>::load(&fixture("qwen3_5_moe"), &Default::default()).unwrap();
+    for (name, m) in [("tiny", tiny(8)), ("qwen3_5_moe fixture", q35)] {
+        assert!(m.mtp.is_some(), "{name} has an MTP head");
+        let prompt = vec![3u32, 50, 7, 90, 11];
+        for params in [
+            SamplingParams::greedy(20),
+            SamplingParams {
+                temperature: 1.0,
+                top_k: 20,
+                seed: 4,
+                max_tokens: 20,
+                logprobs: true,
+                ..Default::default()
+            },
+        ] {
+            let plain = generate(&m, &[prompt.clone()], &[params.clone()])
+                .unwrap()
+                .remove(0);
+            for k in [1, 3] {
+                let (spec, stats) = generate_speculative(&m, &prompt, &params, k).unwrap();
+                assert_eq!(spec.tokens, plain.tokens, "{name} k={k} {params:?}");
+                assert_eq!(spec.finish_reason, plain.finish_reason);
+                if let (Some(a), Some(b)) = (&spec.logprobs, &plain.logprobs) {
+                    assert!(a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-4));
+                }
+                assert!(stats.rounds > 0 && stats.accepted <= stats.drafted);
+                assert_eq!(
+                    1 + stats.rounds + stats.accepted,
+                    spec.tokens.len(),
+                    "{name}: prefill emits one token, each round accepted + 1"
+                );
+            }
+        }
+    }
+    let e = generate_speculative(
+        &CausalLm::<B>::load(&fixture("qwen3_moe"), &Default::default()).unwrap(),
+        &[1],
+        &SamplingParams::greedy(3),
+        2,
+    );
+    assert!(format!("{:#}", e.unwrap_err()).contains("no MTP head"));
+}

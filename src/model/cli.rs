@@ -80,6 +80,13 @@ pub struct GenerateArgs {
     /// Stop string (repeatable); the text is cut before it.
     #[arg(long)]
     pub stop: Vec<String>,
+    /// Speculative decoding with the model's MTP head (Qwen3.5 checkpoints that keep `mtp.*`):
+    /// same text, fewer main-model forwards; prints the draft acceptance rate.
+    #[arg(long)]
+    pub mtp: bool,
+    /// Tokens drafted per round with --mtp.
+    #[arg(long, default_value_t = 3, requires = "mtp")]
+    pub draft_tokens: usize,
 }
 
 pub fn run(cmd: &ModelCommand, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32> {
@@ -145,7 +152,15 @@ fn generate(a: &GenerateArgs, out: &mut dyn Write, err: &mut dyn Write) -> Resul
         ..SamplingParams::default()
     };
     let started = Instant::now();
-    let g = generator.generate_text(&[prompt], &[params])?.remove(0);
+    let (g, stats) = if a.mtp {
+        let (g, s) = generator.generate_text_speculative(&prompt, &params, a.draft_tokens)?;
+        (g, Some(s))
+    } else {
+        (
+            generator.generate_text(&[prompt], &[params])?.remove(0),
+            None,
+        )
+    };
     let secs = started.elapsed().as_secs_f64();
     writeln!(out, "{}", g.text)?;
     let n = g.generation.tokens.len();
@@ -155,5 +170,15 @@ fn generate(a: &GenerateArgs, out: &mut dyn Write, err: &mut dyn Write) -> Resul
         n as f64 / secs.max(1e-9),
         g.generation.finish_reason.as_str()
     )?;
+    if let Some(s) = stats {
+        writeln!(
+            err,
+            "mtp: {} drafted, {} accepted (acceptance rate {:.3}), {:.2} tokens per main forward",
+            s.drafted,
+            s.accepted,
+            s.acceptance_rate(),
+            s.tokens_per_round(n)
+        )?;
+    }
     Ok(())
 }

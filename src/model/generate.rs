@@ -4,6 +4,7 @@
 //! and [`TextGenerator`] adds the tokenizer, chat template and text stop strings.
 
 use super::sampling::{Sampler, SamplingParams};
+use super::speculative::{generate_speculative_until, SpecStats};
 use super::{ids_tensor, Cache, CausalLm};
 use crate::chat::{ChatTemplate, RenderInput};
 use anyhow::{anyhow, bail, Context, Result};
@@ -42,7 +43,7 @@ pub struct Generation {
 }
 
 impl<B: Backend> CausalLm<B> {
-    fn device(&self) -> B::Device {
+    pub(crate) fn device(&self) -> B::Device {
         self.embed_tokens.weight.val().device()
     }
 
@@ -225,27 +226,31 @@ impl Sequence {
             .expect("a sequence is prefilled before it decodes")
     }
 
-    /// Samples the next token from `logits` and decides whether the sequence has ended.
-    pub(crate) fn push(&mut self, logits: &[f32], stop_after: impl FnOnce(&[u32]) -> bool) {
-        let s = self.sampler.sample(logits);
-        self.accept(s.token, s.logprob, stop_after);
+    pub(crate) fn tokens(&self) -> &[u32] {
+        &self.tokens
     }
 
-    /// Appends an already chosen token (speculative decoding verifies drafts this way).
-    pub(crate) fn accept(
-        &mut self,
-        token: u32,
-        logprob: f32,
-        stop_after: impl FnOnce(&[u32]) -> bool,
-    ) {
-        self.tokens.push(token);
-        self.logprobs.push(logprob);
+    pub(crate) fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        self.finish.is_some()
+    }
+
+    /// Samples the next token from `logits`, appends it, and decides whether the sequence has
+    /// ended. Returns the token.
+    pub(crate) fn push(&mut self, logits: &[f32], stop_after: impl FnOnce(&[u32]) -> bool) -> u32 {
+        let s = self.sampler.sample(logits);
+        self.tokens.push(s.token);
+        self.logprobs.push(s.logprob);
         let p = self.sampler.params();
-        if p.stop_token_ids.contains(&token) || stop_after(&self.tokens) {
+        if p.stop_token_ids.contains(&s.token) || stop_after(&self.tokens) {
             self.finish = Some(FinishReason::Stop);
         } else if self.tokens.len() >= p.max_tokens {
             self.finish = Some(FinishReason::Length);
         }
+        s.token
     }
 
     pub(crate) fn finish(self) -> Generation {
@@ -365,36 +370,53 @@ impl<B: Backend> TextGenerator<B> {
             .iter()
             .map(|p| self.encode(p))
             .collect::<Result<Vec<_>>>()?;
-        let params: Vec<SamplingParams> = params
-            .iter()
-            .map(|p| {
-                let mut p = p.clone();
-                p.stop_token_ids.extend(&self.eos_token_ids);
-                p
-            })
-            .collect();
-        // Decoding the whole tail after every token is quadratic, but stop strings are short
-        // and generations a few hundred tokens; correctness across token boundaries matters more.
-        let stop_after = |i: usize, tokens: &[u32]| -> bool {
-            !params[i].stop.is_empty()
-                && self
-                    .decode(tokens)
-                    .is_ok_and(|text| first_stop(&text, &params[i].stop).is_some())
-        };
-        let gens = generate_until(&self.model, &ids, &params, stop_after)?;
+        let params: Vec<SamplingParams> = params.iter().map(|p| self.with_eos(p)).collect();
+        let gens = generate_until(&self.model, &ids, &params, |i, tokens| {
+            self.hits_stop(tokens, &params[i].stop)
+        })?;
         gens.into_iter()
             .zip(&params)
-            .map(|(g, p)| {
-                let mut text = self.decode(&g.tokens)?;
-                if let Some(cut) = first_stop(&text, &p.stop) {
-                    text.truncate(cut);
-                }
-                Ok(TextGeneration {
-                    text,
-                    generation: g,
-                })
-            })
+            .map(|(g, p)| self.to_text(g, &p.stop))
             .collect()
+    }
+
+    /// [`Self::generate_text`] for one prompt with MTP speculative decoding (same output).
+    pub fn generate_text_speculative(
+        &self,
+        prompt: &str,
+        params: &SamplingParams,
+        draft_tokens: usize,
+    ) -> Result<(TextGeneration, SpecStats)> {
+        let ids = self.encode(prompt)?;
+        let params = self.with_eos(params);
+        let (g, stats) =
+            generate_speculative_until(&self.model, &ids, &params, draft_tokens, |tokens| {
+                self.hits_stop(tokens, &params.stop)
+            })?;
+        Ok((self.to_text(g, &params.stop)?, stats))
+    }
+
+    fn with_eos(&self, params: &SamplingParams) -> SamplingParams {
+        let mut p = params.clone();
+        p.stop_token_ids.extend(&self.eos_token_ids);
+        p
+    }
+
+    /// Decoding the whole text after every token is quadratic, but stop strings are short and
+    /// generations a few hundred tokens; matching across token boundaries matters more.
+    fn hits_stop(&self, tokens: &[u32], stop: &[String]) -> bool {
+        !stop.is_empty()
+            && self
+                .decode(tokens)
+                .is_ok_and(|text| first_stop(&text, stop).is_some())
+    }
+
+    fn to_text(&self, generation: Generation, stop: &[String]) -> Result<TextGeneration> {
+        let mut text = self.decode(&generation.tokens)?;
+        if let Some(cut) = first_stop(&text, stop) {
+            text.truncate(cut);
+        }
+        Ok(TextGeneration { text, generation })
     }
 }
 

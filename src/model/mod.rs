@@ -22,6 +22,7 @@ pub mod qwen3_5_moe;
 pub mod qwen3_moe;
 pub mod rope;
 pub mod sampling;
+pub mod speculative;
 pub mod weights;
 
 use anyhow::{bail, Result};
@@ -236,6 +237,7 @@ impl<B: Backend> CausalLm<B> {
             hidden.narrow(1, 0, t - 1).reshape([b, t - 1, h]),
             &rope,
             0,
+            None,
         );
         Ok(self.lm_logits(u))
     }

@@ -4,6 +4,7 @@
 //! `u = fc([norm_e(embed(x_{i+1})) ; norm_h(h_i)])`, one full-attention + MoE decoder layer at
 //! position i, then `mtp.norm` and the shared `lm_head`.
 
+use super::cache::LayerCache;
 use super::decoder::DecoderLayer;
 use super::norm::RmsNorm;
 use super::rope::RopeTables;
@@ -23,19 +24,21 @@ pub struct Mtp<B: Backend> {
 
 impl<B: Backend> Mtp<B> {
     /// `embeds`, `hidden`: `[B, T, H]` aligned so that slot i holds `embed(x_{i+1})` and `h_i`.
-    /// `step` selects the layer (`step % layers`) for multi-step drafting. Returns the normed
-    /// MTP hidden states and the MTP layer's router logits.
+    /// `step` selects the layer (`step % layers`) for multi-step drafting; `cache` is that
+    /// layer's own KV cache when drafting. Returns the normed MTP hidden states and the MTP
+    /// layer's router logits.
     pub fn forward(
         &self,
         embeds: Tensor<B, 3>,
         hidden: Tensor<B, 3>,
         rope: &RopeTables<B>,
         step: usize,
+        cache: Option<&mut LayerCache<B>>,
     ) -> (Tensor<B, 3>, Option<Tensor<B, 2>>) {
         let e = self.pre_fc_norm_embedding.forward(embeds);
         let h = self.pre_fc_norm_hidden.forward(hidden);
         let u = self.fc.forward(Tensor::cat(vec![e, h], 2));
-        let (u, router_logits) = self.layers[step % self.layers.len()].forward(u, rope, None);
+        let (u, router_logits) = self.layers[step % self.layers.len()].forward(u, rope, cache);
         (self.norm.forward(u), router_logits)
     }
 

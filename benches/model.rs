@@ -1,0 +1,125 @@
+//! CPU prefill and decode throughput of the `tiny` and `small` presets (random weights), and the
+//! ratio to transformers' eager CPU forward on the same weights.
+//!
+//! Each preset's checkpoint is written to `target/bench-model/<preset>/`; then
+//! `python3 scripts/bench_transformers.py` measures transformers on it and writes
+//! `transformers.json` there, which this bench reads on its next run to print the ratios
+//! (`make bench-model` runs all three steps).
+//!
+//! `HAT_BENCH_PROMPT` (default 128) and `HAT_BENCH_DECODE` (default 64) set the prompt length
+//! and the number of decoded tokens.
+
+use burn::backend::NdArray;
+use hat::model::checkpoint::{save, ExpertLayout, SaveOptions};
+use hat::model::presets::preset;
+use hat::model::CausalLm;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+type B = NdArray<f32>;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The figures both this bench and the transformers script report, in tokens/s.
+fn measure(m: &CausalLm<B>, prompt_len: usize, decode: usize, batch: usize) -> Value {
+    let v = m.config.vocab_size as u32;
+    let prompt: Vec<u32> = (0..prompt_len as u32)
+        .map(|i| (i * 7919 + 13) % v)
+        .collect();
+    // Warm-up (allocator, thread pool).
+    m.prefill(&prompt[..8], &mut m.new_cache())
+        .expect("warm-up");
+
+    let mut best_prefill = f64::MAX;
+    let mut caches = Vec::new();
+    for _ in 0..3 {
+        let mut cache = m.new_cache();
+        let t0 = Instant::now();
+        m.prefill(&prompt, &mut cache).expect("prefill");
+        best_prefill = best_prefill.min(t0.elapsed().as_secs_f64());
+        caches.push(cache);
+    }
+    let decode_rate = |n: usize, caches: &mut Vec<_>| -> f64 {
+        let t0 = Instant::now();
+        for step in 0..decode {
+            let tokens: Vec<u32> = (0..n as u32).map(|r| (r * 31 + step as u32) % v).collect();
+            m.decode_step(&tokens, &mut caches[..n]).expect("decode");
+        }
+        (n * decode) as f64 / t0.elapsed().as_secs_f64()
+    };
+    let single = decode_rate(1, &mut caches);
+    // Batched decode: `batch` sequences of different lengths (the prefilled one plus shorter ones).
+    let mut batch_caches: Vec<_> = (0..batch)
+        .map(|r| {
+            let mut c = m.new_cache();
+            m.prefill(&prompt[..prompt_len - r * 4], &mut c)
+                .expect("prefill");
+            c
+        })
+        .collect();
+    let batched = decode_rate(batch, &mut batch_caches);
+    json!({
+        "prefill_tokens_per_s": prompt_len as f64 / best_prefill,
+        "decode_tokens_per_s": single,
+        "decode_batch": batch,
+        "decode_batch_tokens_per_s": batched,
+    })
+}
+
+fn main() {
+    let prompt_len = env_usize("HAT_BENCH_PROMPT", 128);
+    let decode = env_usize("HAT_BENCH_DECODE", 64);
+    let batch = 4;
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-model");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "model bench: prompt {prompt_len} tokens, {decode} decode steps, CPU NdArray f32, {threads} threads"
+    );
+    for name in ["tiny", "small"] {
+        let cfg = preset(name, None).expect("preset");
+        let m = CausalLm::<B>::init(&cfg, 0, &Default::default()).expect("init");
+        let dir = root.join(name);
+        if !dir.join("config.json").exists() {
+            // Fused experts: the layout transformers' Qwen3.5 MoE class loads directly.
+            let opts = SaveOptions {
+                expert_layout: ExpertLayout::Fused,
+                ..SaveOptions::default()
+            };
+            save(&m, &dir, opts).expect("writing the bench checkpoint");
+        }
+        let ours = measure(&m, prompt_len, decode, batch);
+        let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "{name:>5}: prefill {:>9.1} tok/s | decode {:>7.1} tok/s | decode x{batch} {:>7.1} tok/s",
+            f(&ours, "prefill_tokens_per_s"),
+            f(&ours, "decode_tokens_per_s"),
+            f(&ours, "decode_batch_tokens_per_s"),
+        );
+        match reference(&dir, prompt_len, decode) {
+            Some(t) => println!(
+                "{name:>5}: transformers prefill {:>9.1} tok/s | decode {:>7.1} tok/s  =>  ratio prefill {:.2}x, decode {:.2}x",
+                f(&t, "prefill_tokens_per_s"),
+                f(&t, "decode_tokens_per_s"),
+                f(&ours, "prefill_tokens_per_s") / f(&t, "prefill_tokens_per_s"),
+                f(&ours, "decode_tokens_per_s") / f(&t, "decode_tokens_per_s"),
+            ),
+            None => println!(
+                "{name:>5}: no transformers figures for these settings; run `python3 scripts/bench_transformers.py {}`",
+                dir.display()
+            ),
+        }
+    }
+}
+
+/// transformers' figures for this checkpoint, if measured with the same settings.
+fn reference(dir: &Path, prompt_len: usize, decode: usize) -> Option<Value> {
+    let text = std::fs::read_to_string(dir.join("transformers.json")).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    (v["prompt_tokens"] == prompt_len && v["decode_tokens"] == decode).then_some(v)
+}
