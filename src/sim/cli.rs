@@ -11,9 +11,9 @@ use super::faults::FaultPlan;
 use super::tasks::{self, Mix, TaskConfig};
 use crate::agent::rollout::{run_batch, Summary};
 use crate::agent::{Agent, SimEnv};
+use crate::chat::ToolCallFormat;
 use crate::harness::Harness;
 use crate::jsonl::{JsonlArgs, JsonlWriter};
-use crate::chat::ToolCallFormat;
 use crate::model::sampling::SamplingParams;
 use crate::policy::local::{LocalOptions, LocalPolicy};
 use crate::policy::openai::{OpenAi, OpenAiConfig};
@@ -220,7 +220,10 @@ fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
             Box::new(OpenAi::new(cfg))
         }
         PolicyKind::Local => {
-            let dir = a.model_dir.as_deref().context("--policy local needs --model-dir DIR")?;
+            let dir = a
+                .model_dir
+                .as_deref()
+                .context("--policy local needs --model-dir DIR")?;
             let options = LocalOptions {
                 tool_call_format: match harness.manifest().model.tool_call_format {
                     crate::harness::ToolCallFormat::HermesJson => ToolCallFormat::Hermes,
