@@ -213,10 +213,12 @@ fn cosine_schedule_with_warmup_matches_transformers() {
     assert!((lr(35) - 1e-3 * 0.5 * (1.0 + (std::f64::consts::PI * 0.25).cos())).abs() < 1e-15);
 }
 
-#[derive(Module, Debug, Clone)]
-struct Toy<Bk: Backend> {
-    w: Param<Tensor<Bk, 2>>,
-    b: Param<Tensor<Bk, 1>>,
+// burn's `derive(Module)` recognises the backend only under the generic name `B` (with another name
+// the fields are treated as constants and never visited); it shadows the `B` alias here.
+#[derive(Module, Debug)]
+struct Toy<B: Backend> {
+    w: Param<Tensor<B, 2>>,
+    b: Param<Tensor<B, 1>>,
 }
 
 fn toy(w: [f32; 2], b: f32) -> Toy<B> {
@@ -242,7 +244,6 @@ fn values<const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
 }
 
 #[test]
-#[ignore = "the toy module's parameters receive no gradient (grad() is None); under investigation"]
 fn adamw_steps_match_hand_computed_values() {
     let cfg = AdamWConfig {
         beta1: 0.9,
@@ -288,7 +289,6 @@ fn adamw_steps_match_hand_computed_values() {
 }
 
 #[test]
-#[ignore = "the toy module's parameters receive no gradient (grad() is None); under investigation"]
 fn clipping_scales_to_the_global_norm_and_accumulation_sums() {
     let m = toy([0.0, 0.0], 0.0);
     let mut buf = GradBuffer::default();
