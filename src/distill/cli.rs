@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use burn::tensor::backend::AutodiffBackend;
@@ -17,7 +16,7 @@ use crate::hsa::{Config as HsaConfig, Pool, Selection, Spec};
 use crate::jsonl::JsonlArgs;
 use crate::judge::verifiable::TokenCounter;
 use crate::model::{presets, CausalLm};
-use crate::policy::openai::{OpenAi, OpenAiConfig};
+use crate::policy::openai::{ClientArgs, OpenAi};
 use crate::policy::Policy;
 use crate::record::Trajectory;
 use crate::sim::cli::CatalogSource;
@@ -61,16 +60,8 @@ pub struct CollectArgs {
     pub teacher_url: Option<String>,
     #[arg(long, default_value = "default")]
     pub teacher_model: String,
-    /// API key (or OPENAI_API_KEY).
-    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
-    pub api_key: Option<String>,
-    /// Per-request timeout in seconds.
-    #[arg(long, default_value_t = 60)]
-    pub request_timeout: u64,
-    #[arg(long, default_value_t = 2)]
-    pub retries: u32,
-    #[arg(long, default_value_t = 0.0)]
-    pub temperature: f64,
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// Episodes run at once.
     #[arg(long, default_value_t = 2)]
     pub concurrency: usize,
@@ -108,11 +99,7 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
     };
     let make_policy = || -> Option<Box<dyn Policy>> {
         a.teacher_url.as_ref().map(|url| {
-            let mut cfg = OpenAiConfig::new(url, &a.teacher_model);
-            cfg.api_key = a.api_key.clone();
-            cfg.timeout = Duration::from_secs(a.request_timeout.max(1));
-            cfg.retries = a.retries;
-            cfg.temperature = a.temperature;
+            let cfg = a.client.config(url, &a.teacher_model);
             Box::new(OpenAi::new(cfg)) as Box<dyn Policy>
         })
     };

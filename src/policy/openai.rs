@@ -41,6 +41,35 @@ impl OpenAiConfig {
     }
 }
 
+/// Client flags shared by every command that talks to an OpenAI-compatible endpoint (the URL and
+/// model flags differ per command, so they stay there).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClientArgs {
+    /// API key (or OPENAI_API_KEY).
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Per-request timeout in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub request_timeout: u64,
+    /// Extra attempts after a transport error, 429 or 5xx.
+    #[arg(long, default_value_t = 2)]
+    pub retries: u32,
+    /// Sampling temperature of every request.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+}
+
+impl ClientArgs {
+    pub fn config(&self, url: &str, model: &str) -> OpenAiConfig {
+        let mut cfg = OpenAiConfig::new(url, model);
+        cfg.api_key = self.api_key.clone();
+        cfg.timeout = Duration::from_secs(self.request_timeout.max(1));
+        cfg.retries = self.retries;
+        cfg.temperature = self.temperature;
+        cfg
+    }
+}
+
 pub struct OpenAi {
     cfg: OpenAiConfig,
     endpoint: String,

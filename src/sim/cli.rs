@@ -1,7 +1,7 @@
 //! `hat sim …`: generate a catalog, generate tasks, and roll out a policy in the simulated live room.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
@@ -16,7 +16,7 @@ use crate::harness::Harness;
 use crate::jsonl::{JsonlArgs, JsonlWriter};
 use crate::model::sampling::SamplingParams;
 use crate::policy::local::{LocalOptions, LocalPolicy};
-use crate::policy::openai::{OpenAi, OpenAiConfig};
+use crate::policy::openai::{ClientArgs, OpenAi};
 use crate::policy::oracle::Oracle;
 use crate::policy::Policy;
 use crate::record::{Names, Trajectory};
@@ -133,16 +133,8 @@ pub struct RolloutArgs {
     pub url: String,
     #[arg(long, default_value = "default")]
     pub model: String,
-    /// API key (or OPENAI_API_KEY).
-    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
-    pub api_key: Option<String>,
-    /// Per-request timeout in seconds.
-    #[arg(long, default_value_t = 60)]
-    pub request_timeout: u64,
-    #[arg(long, default_value_t = 2)]
-    pub retries: u32,
-    #[arg(long, default_value_t = 0.0)]
-    pub temperature: f64,
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// Episodes run at once.
     #[arg(long, default_value_t = 2)]
     pub concurrency: usize,
@@ -212,11 +204,7 @@ fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
     let policy: Box<dyn Policy> = match a.policy {
         PolicyKind::Oracle => Box::new(Oracle::new(&harness, names)),
         PolicyKind::Openai => {
-            let mut cfg = OpenAiConfig::new(&a.url, &a.model);
-            cfg.api_key = a.api_key.clone();
-            cfg.timeout = Duration::from_secs(a.request_timeout.max(1));
-            cfg.retries = a.retries;
-            cfg.temperature = a.temperature;
+            let cfg = a.client.config(&a.url, &a.model);
             Box::new(OpenAi::new(cfg))
         }
         PolicyKind::Local => {
@@ -230,7 +218,7 @@ fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
                     crate::harness::ToolCallFormat::Qwen3Xml => ToolCallFormat::Qwen3Xml,
                 },
                 sampling: SamplingParams {
-                    temperature: a.temperature as f32,
+                    temperature: a.client.temperature as f32,
                     seed: a.seed,
                     max_tokens: a.max_tokens,
                     ..SamplingParams::default()
