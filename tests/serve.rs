@@ -34,6 +34,21 @@ async fn post(base: &str, path: &str, body: &Value) -> (u16, Value) {
 }
 
 /// The `data:` payloads of an SSE body.
+/// `n` sampled chat completions sent at once (seeds 0..n), each awaiting `(status, body)`.
+fn spawn_sampled_chats(
+    base: &str,
+    n: u64,
+    max_tokens: u32,
+) -> Vec<tokio::task::JoinHandle<(u16, Value)>> {
+    (0..n)
+        .map(|i| {
+            let base = base.to_string();
+            let body = chat_body(json!({"seed": i, "temperature": 1.0, "max_tokens": max_tokens}));
+            tokio::spawn(async move { post(&base, "/v1/chat/completions", &body).await })
+        })
+        .collect()
+}
+
 async fn post_stream(base: &str, body: &Value) -> Vec<String> {
     let r = reqwest::Client::new()
         .post(format!("{base}/v1/chat/completions"))
@@ -355,19 +370,7 @@ async fn bad_requests_get_4xx_and_serving_continues() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_requests_all_succeed_in_shared_batches() {
     let (server, app, base) = start().await;
-    let jobs: Vec<_> = (0..12)
-        .map(|i| {
-            let base = base.clone();
-            tokio::spawn(async move {
-                post(
-                    &base,
-                    "/v1/chat/completions",
-                    &chat_body(json!({"seed": i, "temperature": 1.0, "max_tokens": 16})),
-                )
-                .await
-            })
-        })
-        .collect();
+    let jobs = spawn_sampled_chats(&base, 12, 16);
     for j in jobs {
         let (status, body) = j.await.unwrap();
         assert_eq!(status, 200, "{body}");
@@ -401,19 +404,7 @@ async fn concurrent_requests_all_succeed_in_shared_batches() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn shutdown_finishes_requests_in_flight() {
     let (server, _app, base) = start().await;
-    let in_flight: Vec<_> = (0..3)
-        .map(|i| {
-            let base = base.clone();
-            tokio::spawn(async move {
-                post(
-                    &base,
-                    "/v1/chat/completions",
-                    &chat_body(json!({"seed": i, "temperature": 1.0, "max_tokens": 48})),
-                )
-                .await
-            })
-        })
-        .collect();
+    let in_flight = spawn_sampled_chats(&base, 3, 48);
     tokio::time::sleep(Duration::from_millis(200)).await;
     server.shutdown().await.unwrap();
     for j in in_flight {
