@@ -4,11 +4,11 @@
 //! for single-token decode), then a gated RMSNorm and `out_proj`.
 
 use super::cache::DeltaNetState;
+use super::linear::Linear;
 use super::norm::GatedRmsNorm;
 use super::weights::{linear, param, visit_linear, HfLayout, HfVisitor, Init, WeightSource};
 use anyhow::Result;
 use burn::module::Param;
-use burn::nn::Linear;
 use burn::prelude::*;
 use burn::tensor::activation::{relu, sigmoid, silu};
 use burn::tensor::TensorData;

@@ -10,10 +10,12 @@ pub mod cache;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;
+pub mod cpu;
 pub mod decoder;
 pub mod gated_deltanet;
 pub mod generate;
 pub mod inspect;
+pub mod linear;
 pub mod moe;
 pub mod mtp;
 pub mod norm;
@@ -27,10 +29,12 @@ pub mod weights;
 
 use anyhow::{bail, Result};
 use burn::constant;
-use burn::nn::{Embedding, Linear};
+use burn::nn::Embedding;
 use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::TensorData;
+use cpu::matmul_weight;
+use linear::Linear;
 use std::path::Path;
 
 pub use cache::Cache;
@@ -202,10 +206,7 @@ impl<B: Backend> CausalLm<B> {
                 let [b, t, h] = hidden.dims();
                 let w = self.embed_tokens.weight.val(); // [V, H]
                 let v = w.dims()[0];
-                hidden
-                    .reshape([b * t, h])
-                    .matmul(w.transpose())
-                    .reshape([b, t, v])
+                matmul_weight(hidden.reshape([b * t, h]), w.transpose()).reshape([b, t, v])
             }
         }
     }

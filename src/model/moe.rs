@@ -2,10 +2,11 @@
 //! renormalisation, SwiGLU experts, optional sigmoid-gated shared expert), plus the
 //! Switch-Transformer load-balancing loss as transformers computes it.
 
-use super::weights::{linear, tensor, visit_linear, HfLayout, HfVisitor, Init, WeightSource};
+use super::cpu::{matmul_weight, owned};
+use super::linear::Linear;
+use super::weights::{linear, transposed, visit_linear, HfLayout, HfVisitor, Init, WeightSource};
 use anyhow::Result;
 use burn::module::Param;
-use burn::nn::Linear;
 use burn::prelude::*;
 use burn::tensor::activation::{sigmoid, silu, softmax};
 use burn::tensor::{IndexingUpdateOp, TensorData};
@@ -81,8 +82,11 @@ pub struct Expert<B: Backend> {
 impl<B: Backend> Expert<B> {
     fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
         let i = self.down.dims()[0];
-        let h = x.matmul(self.gate_up.val());
-        (silu(h.clone().narrow(1, 0, i)) * h.narrow(1, i, i)).matmul(self.down.val())
+        let h = matmul_weight(x, self.gate_up.val());
+        matmul_weight(
+            silu(h.clone().narrow(1, 0, i)) * h.narrow(1, i, i),
+            self.down.val(),
+        )
     }
 }
 
@@ -118,30 +122,23 @@ impl<B: Backend> SparseMoe<B> {
         device: &B::Device,
     ) -> Result<Self> {
         let (e, h, i) = (d.num_experts, d.hidden, d.inter);
-        let gate_up: Tensor<B, 3> = tensor(
-            src,
+        // Fused HF tensors, split per expert and transposed on the host (see `transposed`).
+        let gate_up = src.get(
             &format!("{prefix}.experts.gate_up_proj"),
-            [e, 2 * i, h],
+            &[e, 2 * i, h],
             Init::Normal(d.init_std),
-            device,
         )?;
-        let down: Tensor<B, 3> = tensor(
-            src,
+        let down = src.get(
             &format!("{prefix}.experts.down_proj"),
-            [e, h, i],
+            &[e, h, i],
             Init::Normal(d.init_std),
-            device,
         )?;
-        let experts = (0..e)
-            .map(|x| Expert {
-                gate_up: Param::from_tensor(
-                    gate_up
-                        .clone()
-                        .narrow(0, x, 1)
-                        .reshape([2 * i, h])
-                        .transpose(),
-                ),
-                down: Param::from_tensor(down.clone().narrow(0, x, 1).reshape([h, i]).transpose()),
+        let experts = gate_up
+            .chunks_exact(2 * i * h)
+            .zip(down.chunks_exact(h * i))
+            .map(|(gu, dn)| Expert {
+                gate_up: Param::from_tensor(owned(transposed(gu, 2 * i, h), [h, 2 * i], device)),
+                down: Param::from_tensor(owned(transposed(dn, h, i), [i, h], device)),
             })
             .collect();
         let (shared_expert, shared_expert_gate) = if d.shared_inter > 0 {

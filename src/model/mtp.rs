@@ -6,10 +6,10 @@
 
 use super::cache::LayerCache;
 use super::decoder::DecoderLayer;
+use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::rope::RopeTables;
 use super::weights::{visit_linear, HfVisitor};
-use burn::nn::Linear;
 use burn::prelude::*;
 
 #[derive(Module, Debug)]

@@ -6,9 +6,10 @@
 //! module converts to its own layout. Export walks the modules with an [`HfVisitor`] that receives
 //! each parameter plus the [`HfLayout`] needed to turn it back into HF tensors.
 
+use super::cpu::owned;
+use super::linear::Linear;
 use anyhow::{bail, Result};
 use burn::module::Param;
-use burn::nn::Linear;
 use burn::prelude::*;
 use burn::tensor::TensorData;
 
@@ -89,14 +90,8 @@ pub fn tensor<B: Backend, const D: usize>(
     device: &B::Device,
 ) -> Result<Tensor<B, D>> {
     let values = src.get(name, &shape, init)?;
-    if values.len() != shape.iter().product::<usize>() {
-        bail!(
-            "tensor {name}: expected {} values for shape {shape:?}, got {}",
-            shape.iter().product::<usize>(),
-            values.len()
-        );
-    }
-    Ok(Tensor::from_data(TensorData::new(values, shape), device))
+    check_len(name, &shape, values.len())?;
+    Ok(owned(values, shape, device))
 }
 
 /// Loads one tensor as a trainable parameter, keeping the HF layout.
@@ -121,13 +116,9 @@ pub fn linear<B: Backend>(
     std: f64,
     device: &B::Device,
 ) -> Result<Linear<B>> {
-    let w: Tensor<B, 2> = tensor(
-        src,
-        &format!("{prefix}.weight"),
-        [d_out, d_in],
-        Init::Normal(std),
-        device,
-    )?;
+    let name = format!("{prefix}.weight");
+    let w = src.get(&name, &[d_out, d_in], Init::Normal(std))?;
+    check_len(&name, &[d_out, d_in], w.len())?;
     let bias = if bias {
         Some(param(
             src,
@@ -140,9 +131,31 @@ pub fn linear<B: Backend>(
         None
     };
     Ok(Linear {
-        weight: Param::from_tensor(w.transpose()),
+        weight: Param::from_tensor(owned(transposed(&w, d_out, d_in), [d_in, d_out], device)),
         bias,
     })
+}
+
+/// The row-major `[cols, rows]` transpose of a row-major `[rows, cols]` matrix.
+///
+/// Weights are transposed on the host once at load rather than kept as a transposed view, so that
+/// decoding can stream them row by row (`cpu::matmul_weight`).
+pub fn transposed(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0f32; values.len()];
+    for (r, row) in values.chunks_exact(cols).enumerate() {
+        for (c, &v) in row.iter().enumerate() {
+            out[c * rows + r] = v;
+        }
+    }
+    out
+}
+
+fn check_len(name: &str, shape: &[usize], len: usize) -> Result<()> {
+    let want: usize = shape.iter().product();
+    if len != want {
+        bail!("tensor {name}: expected {want} values for shape {shape:?}, got {len}");
+    }
+    Ok(())
 }
 
 /// How a stored parameter maps back to HF tensors.

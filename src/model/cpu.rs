@@ -1,0 +1,184 @@
+//! Work-arounds for two copies burn-ndarray 0.20 (the CPU backend) makes on every use of a
+//! weight, which made one decode step of the 100M `small` preset cost half a second:
+//!
+//! * a tensor built with `Tensor::from_data` keeps *borrowed* storage, and cloning it — which
+//!   `Param::val()` does on every forward — copies all its bytes. [`owned`] gives parameters
+//!   ordinary reference-counted storage once, at load.
+//! * its matmul reshapes both operands, and its reshape allocates a fresh array even for a
+//!   contiguous one. [`matmul_weight`] multiplies activations by a weight on borrowed views.
+//!
+//! Both apply only to `NdArray<f32>` without autodiff (inference); every other backend (autodiff
+//! for training, CUDA) takes burn's own path. The tests check the two paths agree.
+
+use burn::prelude::*;
+use burn::tensor::{TensorData, TensorPrimitive};
+use burn_ndarray::{NdArray, NdArrayTensor};
+use ndarray::{linalg::general_mat_mul, Array2, ArrayView2, Axis, IxDyn};
+use rayon::prelude::*;
+use std::any::{Any, TypeId};
+
+fn is_cpu<B: Backend>() -> bool {
+    TypeId::of::<B>() == TypeId::of::<NdArray<f32>>()
+}
+
+/// A tensor of `values` whose storage is owned (cheap to clone) on the CPU backend.
+pub fn owned<B: Backend, const D: usize>(
+    values: Vec<f32>,
+    shape: [usize; D],
+    device: &B::Device,
+) -> Tensor<B, D> {
+    let t = Tensor::from_data(TensorData::new(values, shape), device);
+    if !is_cpu::<B>() {
+        return t;
+    }
+    let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(t.into_primitive().tensor()) else {
+        unreachable!("NdArray<f32> float tensors hold f32")
+    };
+    let owned = NdArrayTensor::F32(storage.into_owned().into());
+    Tensor::from_primitive(TensorPrimitive::Float(downcast::<B::FloatTensorPrimitive>(
+        owned,
+    )))
+}
+
+/// `x: [..., K]` times `w: [K, N]` → `[..., N]`.
+pub fn matmul_weight<B: Backend, const D: usize>(x: Tensor<B, D>, w: Tensor<B, 2>) -> Tensor<B, D> {
+    if !is_cpu::<B>() {
+        return x.matmul(w.unsqueeze());
+    }
+    let x = downcast::<NdArrayTensor>(x.into_primitive().tensor());
+    let w = downcast::<NdArrayTensor>(w.into_primitive().tensor());
+    let y = NdArrayTensor::F32(cpu_matmul(&x, &w).into());
+    Tensor::from_primitive(TensorPrimitive::Float(downcast::<B::FloatTensorPrimitive>(
+        y,
+    )))
+}
+
+/// Rows at or below this count use the streaming product (decode); above it, packed gemm.
+const STREAMING_MAX_ROWS: usize = 8;
+/// Output columns per parallel task in the streaming product.
+const COLUMN_BLOCK: usize = 512;
+
+fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, IxDyn> {
+    let (NdArrayTensor::F32(x), NdArrayTensor::F32(w)) = (x, w) else {
+        unreachable!("NdArray<f32> float tensors hold f32")
+    };
+    let (xv, wv) = (x.view(), w.view());
+    let w2: ArrayView2<f32> = wv.into_dimensionality().expect("weight is 2-D");
+    let (k, n) = w2.dim();
+    let mut out_shape = xv.shape().to_vec();
+    *out_shape.last_mut().expect("activations have a last axis") = n;
+    let x_std = xv.as_standard_layout();
+    let m = x_std.len() / k;
+    let x2 = x_std
+        .view()
+        .into_shape_with_order((m, k))
+        .expect("standard layout reshapes");
+    let out = if m <= STREAMING_MAX_ROWS && w2.is_standard_layout() {
+        streaming_matmul(x2, w2)
+    } else {
+        let mut out = Array2::<f32>::zeros((m, n));
+        general_mat_mul(1.0, &x2, &w2, 0.0, &mut out);
+        out
+    };
+    out.into_shape_with_order(IxDyn(&out_shape))
+        .expect("same element count")
+        .into_shared()
+}
+
+/// `x [M, K] @ w [K, N]` for a few rows: reads each weight row once per output row, in parallel
+/// over column blocks — memory-bound, with no packing of the weight.
+fn streaming_matmul(x: ArrayView2<f32>, w: ArrayView2<f32>) -> Array2<f32> {
+    let (m, n) = (x.nrows(), w.ncols());
+    let w = w.as_slice().expect("standard-layout weight");
+    let mut out = Array2::<f32>::zeros((m, n));
+    for (row, mut out_row) in x.outer_iter().zip(out.axis_iter_mut(Axis(0))) {
+        let out_row = out_row.as_slice_mut().expect("fresh array");
+        out_row
+            .par_chunks_mut(COLUMN_BLOCK)
+            .enumerate()
+            .for_each(|(block, acc)| {
+                let start = block * COLUMN_BLOCK;
+                for (kk, &xk) in row.iter().enumerate() {
+                    let w_row = &w[kk * n + start..kk * n + start + acc.len()];
+                    for (a, &wv) in acc.iter_mut().zip(w_row) {
+                        *a += xk * wv;
+                    }
+                }
+            });
+    }
+    out
+}
+
+/// Moves a value whose concrete type the caller has established through `TypeId`.
+fn downcast<T: 'static>(value: impl Any) -> T {
+    *(Box::new(value) as Box<dyn Any>)
+        .downcast::<T>()
+        .expect("type checked by TypeId")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::Autodiff;
+    use burn::tensor::Distribution;
+
+    fn max_abs_diff(a: Tensor<NdArray<f32>, 3>, b: Tensor<NdArray<f32>, 3>) -> f32 {
+        (a - b).abs().max().into_scalar()
+    }
+
+    #[test]
+    fn fast_path_equals_burn_matmul() {
+        let device = Default::default();
+        for rows in [1, 3, 8, 9, 40] {
+            let x = Tensor::<NdArray<f32>, 3>::random(
+                [1, rows, 70],
+                Distribution::Normal(0.0, 1.0),
+                &device,
+            );
+            let w = Tensor::<NdArray<f32>, 2>::random(
+                [70, 1100],
+                Distribution::Normal(0.0, 1.0),
+                &device,
+            );
+            let reference = x.clone().matmul(w.clone().unsqueeze());
+            assert!(max_abs_diff(matmul_weight(x.clone(), w.clone()), reference.clone()) < 1e-4);
+            // A transposed (strided) weight goes through gemm, not the streaming path.
+            let wt =
+                Tensor::<NdArray<f32>, 2>::from_data(w.clone().transpose().into_data(), &device)
+                    .transpose();
+            assert!(max_abs_diff(matmul_weight(x, wt), reference) < 1e-4);
+        }
+    }
+
+    #[test]
+    fn owned_tensors_are_not_borrowed_and_keep_their_values() {
+        let t = owned::<NdArray<f32>, 2>(
+            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            [2, 3],
+            &Default::default(),
+        );
+        let NdArrayTensor::F32(storage) = t.clone().into_primitive().tensor() else {
+            panic!("f32 tensor")
+        };
+        assert!(storage.is_owned());
+        assert_eq!(
+            t.into_data().to_vec::<f32>().unwrap(),
+            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        );
+    }
+
+    #[test]
+    fn autodiff_path_has_gradients() {
+        type A = Autodiff<NdArray<f32>>;
+        let device = Default::default();
+        let w = Tensor::<A, 2>::from_data(
+            TensorData::new(vec![1.0f32, 2.0, 3.0, 4.0], [2, 2]),
+            &device,
+        )
+        .require_grad();
+        let x = Tensor::<A, 2>::from_data(TensorData::new(vec![1.0f32, 1.0], [1, 2]), &device);
+        let grads = matmul_weight(x, w.clone()).sum().backward();
+        let g = w.grad(&grads).expect("weight gradient").into_data();
+        assert_eq!(g.to_vec::<f32>().unwrap(), vec![1.0, 1.0, 1.0, 1.0]);
+    }
+}
