@@ -121,5 +121,8 @@ fn main() {
 fn reference(dir: &Path, prompt_len: usize, decode: usize) -> Option<Value> {
     let text = std::fs::read_to_string(dir.join("transformers.json")).ok()?;
     let v: Value = serde_json::from_str(&text).ok()?;
-    (v["prompt_tokens"] == prompt_len && v["decode_tokens"] == decode).then_some(v)
+    (v["prompt_tokens"] == prompt_len
+        && v["decode_tokens"] == decode
+        && v["prefill_logits"] == "last")
+        .then_some(v)
 }

@@ -3,7 +3,7 @@
 writes (target/bench-model/<preset>/), so the Rust bench can print the ratio.
 
 Same measurement as benches/model.rs: prompt of PROMPT tokens (ids (i*7919+13) % vocab), prefill
-= best of 3 full forwards, decode = DECODE single-token steps with the KV/recurrent cache, fed
+= best of 3 forwards over the prompt with logits at the last position only, decode = DECODE single-token steps with the KV/recurrent cache, fed
 fixed ids (no sampling). Writes transformers.json next to each checkpoint and prints the figures.
 Refuses a checkpoint from which transformers would leave weights randomly initialised.
 
@@ -37,7 +37,8 @@ def measure(model, prompt_len, decode):
     best = float("inf")
     for _ in range(3):
         t0 = time.perf_counter()
-        out = model(ids, use_cache=True)
+        # Logits at the last position only, as generate() prefills (and as our prefill does).
+        out = model(ids, use_cache=True, logits_to_keep=1)
         best = min(best, time.perf_counter() - t0)
     cache = out.past_key_values
     t0 = time.perf_counter()
@@ -61,7 +62,7 @@ def main():
             sys.exit(f"{d}: no checkpoint; run `cargo bench --bench model` first")
         model = load(d)
         figures = measure(model, prompt_len, decode)
-        figures.update(prompt_tokens=prompt_len, decode_tokens=decode, torch_threads=torch.get_num_threads(),
+        figures.update(prompt_tokens=prompt_len, decode_tokens=decode, prefill_logits="last", torch_threads=torch.get_num_threads(),
                        torch=torch.__version__, transformers=__import__("transformers").__version__)
         with open(os.path.join(d, "transformers.json"), "w") as f:
             json.dump(figures, f, indent=2)

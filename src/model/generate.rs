@@ -77,14 +77,26 @@ impl<B: Backend> CausalLm<B> {
     /// Runs `prompt` through the model, continuing `cache`, and returns the logits at its last
     /// position (the distribution of the first new token).
     pub fn prefill(&self, prompt: &[u32], cache: &mut Cache<B>) -> Result<Vec<f32>> {
-        if prompt.is_empty() {
+        let hidden = self.advance_hidden(prompt, cache)?;
+        let t = hidden.dims()[1];
+        let logits = self.lm_logits(hidden.narrow(1, t - 1, 1));
+        let v = logits.dims()[2];
+        let last = rows_to_host(logits.reshape([1, v]))?;
+        Ok(last.into_iter().next().unwrap_or_default())
+    }
+
+    /// Feeds `tokens` into `cache` without computing logits (a prefill in pieces).
+    pub fn advance(&self, tokens: &[u32], cache: &mut Cache<B>) -> Result<()> {
+        self.advance_hidden(tokens, cache).map(|_| ())
+    }
+
+    fn advance_hidden(&self, tokens: &[u32], cache: &mut Cache<B>) -> Result<Tensor<B, 3>> {
+        if tokens.is_empty() {
             bail!("empty prompt: give at least one token");
         }
-        self.check_tokens(prompt, cache.seq_len, 0)?;
-        let out = self.forward_cached(ids_tensor(&[prompt.to_vec()], &self.device())?, cache);
-        let [_, t, v] = out.logits.dims();
-        let last = rows_to_host(out.logits.narrow(1, t - 1, 1).reshape([1, v]))?;
-        Ok(last.into_iter().next().unwrap_or_default())
+        self.check_tokens(tokens, cache.seq_len, 0)?;
+        let ids = ids_tensor(&[tokens.to_vec()], &self.device())?;
+        Ok(self.hidden_states(ids, Some(cache)).0)
     }
 
     /// One new token for each of N independent sequences, as one batched forward: row r feeds

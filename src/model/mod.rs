@@ -172,7 +172,22 @@ impl<B: Backend> CausalLm<B> {
         )
     }
 
-    fn run(&self, ids: Tensor<B, 2, Int>, mut cache: Option<&mut Cache<B>>) -> LmOutput<B> {
+    fn run(&self, ids: Tensor<B, 2, Int>, cache: Option<&mut Cache<B>>) -> LmOutput<B> {
+        let (hidden, router_logits) = self.hidden_states(ids, cache);
+        LmOutput {
+            logits: self.lm_logits(hidden.clone()),
+            hidden,
+            router_logits,
+        }
+    }
+
+    /// The final-norm hidden states `[B, T, H]` and the router logits, without the LM head (a
+    /// prefill needs logits at the last position only).
+    pub fn hidden_states(
+        &self,
+        ids: Tensor<B, 2, Int>,
+        mut cache: Option<&mut Cache<B>>,
+    ) -> (Tensor<B, 3>, Vec<Tensor<B, 2>>) {
         let t = ids.dims()[1];
         let device = ids.device();
         let starts = cache.as_ref().map_or(vec![0], |c| c.positions());
@@ -190,12 +205,7 @@ impl<B: Backend> CausalLm<B> {
                 lens.iter_mut().for_each(|l| *l += t);
             }
         }
-        let hidden = self.norm.forward(x);
-        LmOutput {
-            logits: self.lm_logits(hidden.clone()),
-            hidden,
-            router_logits,
-        }
+        (self.norm.forward(x), router_logits)
     }
 
     /// `lm_head` (or the tied embedding) applied to `[B, T, H]`.

@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// Sequences decoded together at most.
     #[arg(long, default_value_t = 32)]
     pub max_batch: usize,
+    /// Decoding states of prompt prefixes kept for reuse (one per 256-token block of a prompt; each
+    /// holds the KV cache up to its block). 0 disables prefix caching.
+    #[arg(long, default_value_t = crate::serve::model::PREFIX_ENTRIES)]
+    pub prefix_cache_entries: usize,
     /// Context length (prompt + output) per sequence; capped by the model's max_position_embeddings.
     #[arg(long, default_value_t = 4096)]
     pub max_model_len: usize,
@@ -106,7 +110,7 @@ fn run(args: ServeArgs) -> Result<()> {
         bail!("--mtp is not available: the model core has no speculative (MTP draft + verify) decode step yet");
     }
     let device = Default::default();
-    let (model_dir, model, random) = match (&args.model, &args.preset) {
+    let (model_dir, model, random): (_, BurnModel<Backend>, _) = match (&args.model, &args.preset) {
         (Some(dir), _) => (dir.clone(), BurnModel::<Backend>::load(dir, device)?, false),
         (None, Some(preset)) => {
             let dir = args
@@ -154,7 +158,13 @@ fn run(args: ServeArgs) -> Result<()> {
         None => None,
     };
     let agent_on = agent.is_some();
-    let (app, engine) = build_app(model, tokenizer, template, &options, agent);
+    let (app, engine) = build_app(
+        model.with_prefix_cache(args.prefix_cache_entries),
+        tokenizer,
+        template,
+        &options,
+        agent,
+    );
     let addr: SocketAddr = format!("{}:{}", args.host, args.port)
         .parse()
         .with_context(|| format!("bad --host/--port {}:{}", args.host, args.port))?;

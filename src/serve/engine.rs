@@ -25,10 +25,18 @@ pub trait StepModel: Send + 'static {
     /// Per-sequence decoding state (the KV / recurrent cache).
     type State: Send;
     fn vocab_size(&self) -> usize;
-    /// Runs the prompt; returns the state and the logits of the last position.
-    fn prefill(&self, prompt: &[u32]) -> Result<(Self::State, Vec<f32>)>;
+    /// Runs the prompt (possibly continuing a cached prefix).
+    fn prefill(&mut self, prompt: &[u32]) -> Result<Prefilled<Self::State>>;
     /// Feeds `tokens[i]` to sequence `i`, all in one batched forward; returns each one's logits.
     fn decode(&self, tokens: &[u32], states: &mut [Self::State]) -> Result<Vec<Vec<f32>>>;
+}
+
+/// A prefilled prompt: its state, the logits of its last position, and how many of its tokens
+/// came from a cached prefix instead of being computed.
+pub struct Prefilled<S> {
+    pub state: S,
+    pub logits: Vec<f32>,
+    pub cached_tokens: usize,
 }
 
 /// One generation request.
@@ -205,7 +213,11 @@ impl<M: StepModel> Engine<M> {
             )));
             return;
         }
-        let (state, logits) = match self.model.prefill(&req.prompt) {
+        let Prefilled {
+            state,
+            logits,
+            cached_tokens,
+        } = match self.model.prefill(&req.prompt) {
             Ok(x) => x,
             Err(e) => {
                 let _ = req
@@ -217,6 +229,9 @@ impl<M: StepModel> Engine<M> {
         self.metrics
             .prompt_tokens
             .fetch_add(prompt_len as u64, Relaxed);
+        self.metrics
+            .cached_prompt_tokens
+            .fetch_add(cached_tokens as u64, Relaxed);
         let mut seq = Active {
             sampler: Sampler::new(&req.params),
             detok: Detokenizer::new(req.params.stop.clone()),

@@ -51,6 +51,8 @@ pub struct Metrics {
     pub e2e: Histogram,
     pub ttft: Histogram,
     pub prompt_tokens: AtomicU64,
+    /// Prompt tokens whose state came from the prefix cache.
+    pub cached_prompt_tokens: AtomicU64,
     pub generation_tokens: AtomicU64,
     /// Requests accepted but not yet admitted into the running batch.
     pub queue_depth: AtomicU64,
@@ -102,6 +104,12 @@ impl Metrics {
                 "counter",
                 "Prompt tokens prefilled.",
                 &self.prompt_tokens,
+            ),
+            (
+                "hat_prefix_cache_hit_tokens_total",
+                "counter",
+                "Prompt tokens reused from the prefix cache instead of prefilled.",
+                &self.cached_prompt_tokens,
             ),
             (
                 "hat_generation_tokens_total",

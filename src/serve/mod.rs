@@ -15,6 +15,7 @@ pub mod error;
 pub mod guide;
 pub mod metrics;
 pub mod model;
+pub mod prefix_cache;
 pub mod protocol;
 pub mod server;
 pub mod stream;
