@@ -59,6 +59,12 @@ DISTILL_MINUTES ?= 15
 DISTILL_STEPS ?= 400
 DISTILL_EVAL_TASKS ?= 40
 TD := $(BIN)/teacher-distill
+# One training recipe for the embedded default and both arms of `make compare`.
+TRAIN_ARGS = --dev-records $(DISTILL)/teacher.dev.jsonl --model-init tiny --tokenizer $(DISTILL)/tokenizer \
+	--max-steps $(DISTILL_STEPS) --learning-rate $(DISTILL_LR) --batch-tokens $(DISTILL_BATCH_TOKENS) \
+	--eval-steps 100 --save-steps 100 --seed $(SEED)
+DISTILL_LR ?= 3e-3
+DISTILL_BATCH_TOKENS ?= 8192
 distill: build
 	@mkdir -p $(DISTILL)
 	$(HAT) sim tasks --n $(DISTILL_TASKS) --split train --seed $(SEED) -o $(DISTILL)/tasks.train.jsonl
@@ -68,13 +74,32 @@ distill: build
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.dev.jsonl --variants 0 --seed $(SEED) -o $(DISTILL)/teacher.dev.jsonl
 	$(HAT) tokenizer train --records $(DISTILL)/teacher.jsonl --harness $(HARNESS) \
 		--text testdata/ifeval/input_data.jsonl --vocab-size 4096 --out $(DISTILL)/tokenizer
-	$(TD) train --records $(DISTILL)/teacher.jsonl --dev-records $(DISTILL)/teacher.dev.jsonl --model-init tiny \
-		--tokenizer $(DISTILL)/tokenizer --out $(DISTILL)/model --max-steps $(DISTILL_STEPS) --max-train-minutes $(DISTILL_MINUTES) \
-		--learning-rate 3e-3 --batch-tokens 8192 --eval-steps 100 --save-steps 100 --seed $(SEED) \
-		--rejects $(DISTILL)/train.rejects.jsonl
+	$(TD) train --records $(DISTILL)/teacher.jsonl $(TRAIN_ARGS) --out $(DISTILL)/model \
+		--max-train-minutes $(DISTILL_MINUTES) --rejects $(DISTILL)/train.rejects.jsonl
 	$(TD) eval --model tiny=$$(ls -d $(DISTILL)/model/checkpoint-* | tail -1) --set original=$(HARNESS) \
 		--tasks $(DISTILL)/tasks.dev.jsonl --n $(DISTILL_EVAL_TASKS) --seed $(SEED) \
 		--episodes $(DISTILL)/eval.jsonl --summary $(DISTILL)/eval.json | tee $(DISTILL)/eval.md
+
+# The paper's core claim at toy scale: with equal compute (same recipe, steps and batch; no time cap),
+# (a) fixed-harness SFT on the original harness only against (b) HSA-SFT on train-pool variants (the
+# distill stage's data), both evaluated on the original harness and on held-out eval-pool variants
+# (renames and rewrites never seen in training). Writes $(COMPARE)/table.md.
+COMPARE := $(OUT)/compare
+COMPARE_HELDOUT ?= 4
+compare: build
+	@test -f $(DISTILL)/teacher.jsonl || $(MAKE) distill
+	rm -rf $(COMPARE)/fixed $(COMPARE)/hsa $(COMPARE)/heldout
+	@mkdir -p $(COMPARE)
+	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.train.jsonl --variants 0 --faults $(FAULTS) \
+		--seed $(SEED) -o $(COMPARE)/teacher.fixed.jsonl --summary $(COMPARE)/collect.fixed.json
+	$(TD) train --records $(COMPARE)/teacher.fixed.jsonl $(TRAIN_ARGS) --out $(COMPARE)/fixed
+	$(TD) train --records $(DISTILL)/teacher.jsonl $(TRAIN_ARGS) --out $(COMPARE)/hsa
+	$(BIN)/hsa-augment --harness $(HARNESS) --out $(COMPARE)/heldout --n $(COMPARE_HELDOUT) --pool eval --seed $(SEED)
+	$(TD) eval --model fixed=$$(ls -d $(COMPARE)/fixed/checkpoint-* | tail -1) \
+		--model hsa=$$(ls -d $(COMPARE)/hsa/checkpoint-* | tail -1) \
+		--set original=$(HARNESS) --set heldout=$$(ls -d $(COMPARE)/heldout/variant-* | paste -sd, -) \
+		--tasks $(DISTILL)/tasks.dev.jsonl --n $(DISTILL_EVAL_TASKS) --seed $(SEED) \
+		--episodes $(COMPARE)/eval.jsonl --summary $(COMPARE)/eval.json | tee $(COMPARE)/table.md
 
 test:
 	$(CARGO) test
