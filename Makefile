@@ -1,7 +1,7 @@
 # HAT toolkit — the pipeline on the embedded default, the tests, the benchmarks.
 #   make run     set up and run the pipeline as far as it exists today (the main job)
 #   make test    the test suite (what CI runs)
-#   make bench   benchmarks that print figures
+#   make bench   benchmarks that print figures (make bench-model: ratios to transformers)
 #   make serve   OpenAI-compatible server + agent mode (MODEL=ckpt dir, else tiny RANDOM weights: demo only)
 #   make replay  replay-bench against a running server (make serve in another shell)
 #   make loadtest  1,000 requests at concurrency 32 + interleaved bad requests against serve (tiny, CPU)
@@ -26,7 +26,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: run build test bench clean-out distill compare serve replay replay-set loadtest openai-client-test
+.PHONY: run build test bench bench-model clean-out distill compare serve replay replay-set loadtest openai-client-test
 
 build:
 	$(CARGO) build --release --bins
@@ -106,6 +106,14 @@ test:
 
 bench:
 	$(CARGO) bench --benches
+
+# Model and training throughput against transformers/PyTorch on the same weights (needs python3 with
+# torch and transformers): our bench writes the checkpoints, the scripts measure the reference, our bench
+# prints the ratios.
+bench-model:
+	$(CARGO) bench --bench model
+	python3 scripts/bench_transformers.py
+	$(CARGO) bench --bench model
 
 clean-out:
 	rm -rf $(OUT)
