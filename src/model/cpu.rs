@@ -54,7 +54,7 @@ pub fn matmul_weight<B: Backend, const D: usize>(x: Tensor<B, D>, w: Tensor<B, 2
 }
 
 /// Rows at or below this count use the streaming product (decode); above it, packed gemm.
-const STREAMING_MAX_ROWS: usize = 8;
+const STREAMING_MAX_ROWS: usize = 32;
 /// Output columns per parallel task in the streaming product.
 const COLUMN_BLOCK: usize = 512;
 
@@ -85,26 +85,40 @@ fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, Ix
         .into_shared()
 }
 
-/// `x [M, K] @ w [K, N]` for a few rows: reads each weight row once per output row, in parallel
-/// over column blocks — memory-bound, with no packing of the weight.
+/// `x [M, K] @ w [K, N]` for a few rows (decode batches): each weight row is read once for all
+/// rows, in parallel over column blocks — memory-bound, with no packing of the weight. Each
+/// output sums over `k` in order, so a row's result does not depend on the other rows.
 fn streaming_matmul(x: ArrayView2<f32>, w: ArrayView2<f32>) -> Array2<f32> {
-    let (m, n) = (x.nrows(), w.ncols());
+    let (m, k, n) = (x.nrows(), x.ncols(), w.ncols());
     let w = w.as_slice().expect("standard-layout weight");
-    let mut out = Array2::<f32>::zeros((m, n));
-    for (row, mut out_row) in x.outer_iter().zip(out.axis_iter_mut(Axis(0))) {
-        let out_row = out_row.as_slice_mut().expect("fresh array");
-        out_row
-            .par_chunks_mut(COLUMN_BLOCK)
-            .enumerate()
-            .for_each(|(block, acc)| {
-                let start = block * COLUMN_BLOCK;
-                for (kk, &xk) in row.iter().enumerate() {
-                    let w_row = &w[kk * n + start..kk * n + start + acc.len()];
-                    for (a, &wv) in acc.iter_mut().zip(w_row) {
+    let x = x.as_standard_layout();
+    let x = x.as_slice().expect("standard layout");
+    let blocks: Vec<Vec<f32>> = (0..n.div_ceil(COLUMN_BLOCK))
+        .into_par_iter()
+        .map(|block| {
+            let start = block * COLUMN_BLOCK;
+            let len = COLUMN_BLOCK.min(n - start);
+            let mut acc = vec![0f32; m * len];
+            for kk in 0..k {
+                let w_row = &w[kk * n + start..kk * n + start + len];
+                for (r, acc_row) in acc.chunks_exact_mut(len).enumerate() {
+                    let xk = x[r * k + kk];
+                    for (a, &wv) in acc_row.iter_mut().zip(w_row) {
                         *a += xk * wv;
                     }
                 }
-            });
+            }
+            acc
+        })
+        .collect();
+    let mut out = Array2::<f32>::zeros((m, n));
+    for (block, acc) in blocks.iter().enumerate() {
+        let start = block * COLUMN_BLOCK;
+        let len = COLUMN_BLOCK.min(n - start);
+        for (mut out_row, acc_row) in out.axis_iter_mut(Axis(0)).zip(acc.chunks_exact(len)) {
+            out_row.as_slice_mut().expect("fresh array")[start..start + len]
+                .copy_from_slice(acc_row);
+        }
     }
     out
 }
@@ -129,7 +143,7 @@ mod tests {
     #[test]
     fn fast_path_equals_burn_matmul() {
         let device = Default::default();
-        for rows in [1, 3, 8, 9, 40] {
+        for rows in [1, 3, 8, 9, 32, 40] {
             let x = Tensor::<NdArray<f32>, 3>::random(
                 [1, rows, 70],
                 Distribution::Normal(0.0, 1.0),
