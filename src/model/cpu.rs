@@ -34,10 +34,7 @@ pub fn owned<B: Backend, const D: usize>(
     let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(t.into_primitive().tensor()) else {
         unreachable!("NdArray<f32> float tensors hold f32")
     };
-    let owned = NdArrayTensor::F32(storage.into_owned().into());
-    Tensor::from_primitive(TensorPrimitive::Float(downcast::<B::FloatTensorPrimitive>(
-        owned,
-    )))
+    from_cpu(NdArrayTensor::F32(storage.into_owned().into()))
 }
 
 /// `x: [..., K]` times `w: [K, N]` → `[..., N]`.
@@ -47,9 +44,13 @@ pub fn matmul_weight<B: Backend, const D: usize>(x: Tensor<B, D>, w: Tensor<B, 2
     }
     let x = downcast::<NdArrayTensor>(x.into_primitive().tensor());
     let w = downcast::<NdArrayTensor>(w.into_primitive().tensor());
-    let y = NdArrayTensor::F32(cpu_matmul(&x, &w).into());
+    from_cpu(NdArrayTensor::F32(cpu_matmul(&x, &w).into()))
+}
+
+/// Back from the CPU backend's primitive to `Tensor<B, D>` (only called when `B` is `NdArray<f32>`).
+fn from_cpu<B: Backend, const D: usize>(t: NdArrayTensor) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(downcast::<B::FloatTensorPrimitive>(
-        y,
+        t,
     )))
 }
 
@@ -91,8 +92,7 @@ fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, Ix
 fn streaming_matmul(x: ArrayView2<f32>, w: ArrayView2<f32>) -> Array2<f32> {
     let (m, k, n) = (x.nrows(), x.ncols(), w.ncols());
     let w = w.as_slice().expect("standard-layout weight");
-    let x = x.as_standard_layout();
-    let x = x.as_slice().expect("standard layout");
+    let x = x.as_slice().expect("standard-layout activations");
     let blocks: Vec<Vec<f32>> = (0..n.div_ceil(COLUMN_BLOCK))
         .into_par_iter()
         .map(|block| {
