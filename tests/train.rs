@@ -14,7 +14,9 @@ use hat::train::batch::{bucket, to_tensors, Cursor, Sampler};
 use hat::train::checkpoint;
 use hat::train::data::load_views;
 use hat::train::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
-use hat::train::trainer::{micro_batch_loss, train, RunDirs, TrainConfig, TrainData};
+use hat::train::trainer::{
+    masked_token_loss, micro_batch_loss, train, trained_token_loss, RunDirs, TrainConfig, TrainData,
+};
 use hat::train::view::{check_tokenizer_fits, SegmentKind, Skip, TrainingView, ViewBuilder};
 use serde_json::json;
 use tempfile::TempDir;
@@ -362,6 +364,37 @@ fn two_accumulated_half_batches_give_the_full_batch_gradient() {
             assert!(diff < 1e-5, "max gradient difference {diff}");
         }
     }
+}
+
+/// The LM head at the trained positions only gives the loss (and gradient) of the LM head over every
+/// position with the untrained ones masked out, per-token weights included.
+#[test]
+fn loss_at_trained_positions_equals_the_masked_loss_over_all_positions() {
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let mut vs = views(&b);
+    let n = vs[1].len();
+    vs[1].weights = Some((0..n).map(|i| 0.5 + (i % 3) as f32).collect());
+    let model = tiny_model(b.tokenizer().get_vocab_size(true), 5);
+    let rows: Vec<&TrainingView> = vs[..3].iter().collect();
+    let batch = to_tensors::<B>(&rows, 0, &Default::default()).unwrap();
+    let out = model.forward(batch.ids.clone());
+    let t = batch.ids.dims()[1];
+    let full = masked_token_loss(
+        out.logits.narrow(1, 0, t - 1),
+        batch.targets.clone(),
+        batch.mask.clone(),
+    );
+    // A second forward: each backward consumes its graph.
+    let (hidden, _) = model.hidden_states(batch.ids.clone(), None);
+    let picked = trained_token_loss(&model, hidden, &batch);
+    let (a, c) = (values(full.clone())[0], values(picked.clone())[0]);
+    assert!(a > 1.0 && (a - c).abs() / a < 1e-5, "{a} vs {c}");
+    let (mut ga, mut gc) = (GradBuffer::default(), GradBuffer::default());
+    ga.accumulate::<B, _>(&model, &full.backward());
+    gc.accumulate::<B, _>(&model, &picked.backward());
+    let (na, nc) = (ga.norm(), gc.norm());
+    assert!(na > 0.0 && (na - nc).abs() / na < 1e-4, "{na} vs {nc}");
 }
 
 fn config(steps: usize) -> TrainConfig {

@@ -222,10 +222,11 @@ impl<B: Backend> CausalLm<B> {
     }
 
     /// transformers' load-balancing loss over the router logits of one forward pass
-    /// (unscaled; multiply by `config.router_aux_loss_coef`). `None` without sparse layers.
-    pub fn aux_loss(&self, out: &LmOutput<B>) -> Option<Tensor<B, 1>> {
+    /// ([`LmOutput::router_logits`]; unscaled, multiply by `config.router_aux_loss_coef`). `None`
+    /// without sparse layers.
+    pub fn aux_loss(&self, router_logits: &[Tensor<B, 2>]) -> Option<Tensor<B, 1>> {
         moe::load_balancing_loss(
-            &out.router_logits,
+            router_logits,
             self.config.num_experts,
             self.config.num_experts_per_tok,
         )

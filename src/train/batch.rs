@@ -94,6 +94,11 @@ pub struct BatchTensors<B: Backend> {
     pub mask: Tensor<B, 2>,
     /// Sum of `mask`, the number of trained tokens.
     pub trained: f32,
+    /// The trained positions alone, so the LM head runs only where the loss looks: flat indices into
+    /// `[B * T]` of the positions whose next token is trained, those next tokens, and their weights.
+    pub trained_positions: Tensor<B, 1, Int>,
+    pub trained_targets: Tensor<B, 1, Int>,
+    pub trained_weights: Tensor<B, 1>,
     /// Real (unpadded) tokens.
     pub tokens: usize,
 }
@@ -109,7 +114,8 @@ pub fn to_tensors<B: Backend>(
     let b = views.len();
     let mut ids = Vec::with_capacity(b * t);
     let mut mask = Vec::with_capacity(b * (t - 1));
-    for v in views {
+    let (mut positions, mut targets, mut weights) = (Vec::new(), Vec::new(), Vec::new());
+    for (r, v) in views.iter().enumerate() {
         ids.extend(v.tokens.iter().map(|&x| x as i64));
         ids.extend(std::iter::repeat(pad as i64).take(t - v.len()));
         for k in 1..t {
@@ -119,11 +125,20 @@ pub fn to_tensors<B: Backend>(
                 _ => 0.0,
             };
             mask.push(w);
+            if w != 0.0 {
+                positions.push((r * t + k - 1) as i64);
+                targets.push(v.tokens[k] as i64);
+                weights.push(w);
+            }
         }
     }
     let trained = mask.iter().sum();
     let ids: Tensor<B, 2, Int> = Tensor::from_data(TensorData::new(ids, [b, t]), device);
+    let k = positions.len();
     Ok(BatchTensors {
+        trained_positions: Tensor::from_data(TensorData::new(positions, [k]), device),
+        trained_targets: Tensor::from_data(TensorData::new(targets, [k]), device),
+        trained_weights: Tensor::from_data(TensorData::new(weights, [k]), device),
         targets: ids.clone().narrow(1, 1, t - 1),
         ids,
         mask: Tensor::from_data(TensorData::new(mask, [b, t - 1]), device),

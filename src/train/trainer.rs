@@ -8,7 +8,7 @@
 //! same gradient as one batch holding all of them (the router aux loss, a per-forward statistic, is the
 //! mean over micro-batches).
 //!
-//! The seams for OPD/RL: [`masked_token_loss`] takes per-token weights through the batch mask, and the
+//! The seams for OPD/RL: [`trained_token_loss`] takes per-token weights through the batch, and the
 //! loop only needs views; other stages build views with `weights` and reuse the optimiser and checkpoints.
 
 use std::path::{Path, PathBuf};
@@ -96,6 +96,29 @@ pub fn masked_token_loss<B: Backend>(
     (picked * mask.reshape([b * n])).sum().neg()
 }
 
+/// Sum over the trained positions of `-log p(target) × weight`, from the final hidden states
+/// `[B, T, H]`: the LM head and the softmax over the vocabulary run at those positions only (an SFT
+/// record trains a few dozen of its thousands of tokens).
+pub fn trained_token_loss<B: Backend>(
+    model: &CausalLm<B>,
+    hidden: Tensor<B, 3>,
+    batch: &BatchTensors<B>,
+) -> Tensor<B, 1> {
+    let [b, t, h] = hidden.dims();
+    let k = batch.trained_positions.dims()[0];
+    if k == 0 {
+        return Tensor::zeros([1], &hidden.device());
+    }
+    let picked = hidden
+        .reshape([b * t, h])
+        .select(0, batch.trained_positions.clone());
+    let logits = model.lm_logits(picked.reshape([1, k, h])).reshape([k, model.config.vocab_size]);
+    let lp = log_softmax(logits, 1)
+        .gather(1, batch.trained_targets.clone().reshape([k, 1]))
+        .reshape([k]);
+    (lp * batch.trained_weights.clone()).sum().neg()
+}
+
 /// Loss parts of one micro-batch (plain numbers, for metrics).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LossParts {
@@ -114,20 +137,16 @@ pub fn micro_batch_loss<B: Backend>(
     micro_batches: usize,
     mtp_weight: f64,
 ) -> Result<(Tensor<B, 1>, LossParts)> {
-    let out = model.forward(batch.ids.clone());
+    let (hidden, router_logits) = model.hidden_states(batch.ids.clone(), None);
     let t = batch.ids.dims()[1];
-    let ce = masked_token_loss(
-        out.logits.clone().narrow(1, 0, t - 1),
-        batch.targets.clone(),
-        batch.mask.clone(),
-    );
+    let ce = trained_token_loss(model, hidden.clone(), batch);
     let mut parts = LossParts {
         ce_sum: ce.clone().into_scalar().elem(),
         ..LossParts::default()
     };
     let mut total = ce.div_scalar(norm);
     if aux_coef > 0.0 {
-        if let Some(aux) = model.aux_loss(&out) {
+        if let Some(aux) = model.aux_loss(&router_logits) {
             parts.aux = aux.clone().into_scalar().elem();
             total = total + aux.mul_scalar(aux_coef / micro_batches as f64);
         }
@@ -135,7 +154,7 @@ pub fn micro_batch_loss<B: Backend>(
     if mtp_weight > 0.0 && t >= 3 {
         // MTP slot i predicts token i+2: slots 0..T-2 against targets 1.., masked like those targets.
         let logits = model
-            .mtp_logits(out.hidden, batch.ids.clone())?
+            .mtp_logits(hidden, batch.ids.clone())?
             .narrow(1, 0, t - 2);
         let mtp = masked_token_loss(
             logits,
@@ -161,9 +180,8 @@ pub fn dev_loss<B: Backend>(
     for rows in bucket(&lengths, batch_tokens) {
         let refs: Vec<&TrainingView> = rows.iter().map(|&i| &views[i]).collect();
         let b = to_tensors::<B>(&refs, pad, device)?;
-        let t = b.ids.dims()[1];
-        let logits = model.forward(b.ids.clone()).logits.narrow(1, 0, t - 1);
-        sum += masked_token_loss(logits, b.targets, b.mask)
+        let (hidden, _) = model.hidden_states(b.ids.clone(), None);
+        sum += trained_token_loss(model, hidden, &b)
             .into_scalar()
             .elem::<f64>();
         count += b.trained as f64;
