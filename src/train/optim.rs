@@ -72,6 +72,19 @@ impl<B: Backend> GradBuffer<B> {
         module.visit(&mut v);
     }
 
+    /// Adds another buffer's gradients (from the same module) to these.
+    pub fn merge(&mut self, other: GradBuffer<B>) {
+        if self.grads.len() < other.grads.len() {
+            self.grads.resize(other.grads.len(), None);
+        }
+        for (mine, theirs) in self.grads.iter_mut().zip(other.grads) {
+            *mine = match (mine.take(), theirs) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+
     /// The global L2 norm over all gradients.
     pub fn norm(&self) -> f64 {
         self.grads

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use burn::module::AutodiffModule;
+use burn::module::{AutodiffModule, Module, ModuleMapper, Param};
 use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::backend::AutodiffBackend;
@@ -189,6 +189,66 @@ pub fn dev_loss<B: Backend>(
     Ok((count > 0.0).then(|| sum / count))
 }
 
+/// A copy of `model` whose parameters are new autodiff leaves (same ids and values). Passes through
+/// different copies build disjoint graphs, which burn's autodiff can run on parallel threads (passes
+/// sharing leaves cannot), and the gradients still map to the parameters by id.
+fn fresh_leaves<B: AutodiffBackend>(model: &CausalLm<B>) -> CausalLm<B> {
+    struct FreshLeaves;
+    impl<B: AutodiffBackend> ModuleMapper<B> for FreshLeaves {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+            let (id, tensor, mapper) = param.consume();
+            let leaf = Tensor::from_inner(tensor.inner()).require_grad();
+            Param::from_mapped_value(id, leaf, mapper)
+        }
+    }
+    model.clone().map(&mut FreshLeaves)
+}
+
+/// The summed loss parts and gradients of one step's micro-batches. They run on parallel threads,
+/// as many at a time as there are cores (one autodiff pass leaves much of a second core idle), and
+/// their gradients are summed in micro-batch order, so the step does not depend on thread timing.
+fn step_gradients<B: AutodiffBackend>(
+    model: &CausalLm<B>,
+    micro: Vec<BatchTensors<B>>,
+    loss_of: impl Fn(&CausalLm<B>, &BatchTensors<B>) -> Result<(Tensor<B, 1>, LossParts)> + Sync,
+) -> Result<(LossParts, GradBuffer<B::InnerBackend>)> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let count = micro.len() as f64;
+    let (mut parts, mut buffer) = (LossParts::default(), GradBuffer::default());
+    let mut pending = micro.into_iter().peekable();
+    while pending.peek().is_some() {
+        let wave: Vec<BatchTensors<B>> = pending.by_ref().take(threads).collect();
+        // Scoped OS threads, not rayon tasks: a pass holds burn's autodiff lock while its ops fan
+        // out on rayon, so passes running as rayon tasks can deadlock.
+        let results = std::thread::scope(|scope| {
+            let handles: Vec<_> = wave
+                .into_iter()
+                .map(|b| {
+                    let m = fresh_leaves(model);
+                    let loss_of = &loss_of;
+                    scope.spawn(move || -> Result<(LossParts, GradBuffer<B::InnerBackend>)> {
+                        let (loss, p) = loss_of(&m, &b)?;
+                        let mut grads = GradBuffer::default();
+                        grads.accumulate::<B, _>(&m, &loss.backward());
+                        Ok((p, grads))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().map_err(|_| anyhow::anyhow!("a training thread panicked"))?)
+                .collect::<Result<Vec<_>>>()
+        })?;
+        for (p, grads) in results {
+            parts.ce_sum += p.ce_sum;
+            parts.aux += p.aux / count;
+            parts.mtp_sum += p.mtp_sum;
+            buffer.merge(grads);
+        }
+    }
+    Ok((parts, buffer))
+}
+
 /// Trains `model` (or, with `resume`, the newest checkpoint under `dirs.out`) on `data`.
 /// `stop` (set by Ctrl-C) ends the run after the current step with a checkpoint.
 pub fn train<B: AutodiffBackend>(
@@ -274,19 +334,12 @@ pub fn train<B: AutodiffBackend>(
             })
             .collect::<Result<_>>()?;
         let norm: f32 = micro.iter().map(|b| b.trained).sum::<f32>().max(1.0);
-        let mut buffer = GradBuffer::default();
-        let mut parts = LossParts::default();
-        let mut tokens = 0;
-        for b in &micro {
-            let (loss, p) =
-                micro_batch_loss(&model, b, norm, aux_coef, micro.len(), cfg.mtp_loss_weight)?;
-            parts.ce_sum += p.ce_sum;
-            parts.aux += p.aux / micro.len() as f64;
-            parts.mtp_sum += p.mtp_sum;
-            tokens += b.tokens;
-            let grads = loss.backward();
-            buffer.accumulate::<B, _>(&model, &grads);
-        }
+        let tokens: usize = micro.iter().map(|b| b.tokens).sum();
+        let micro_count = micro.len();
+        let loss_of = |m: &CausalLm<B>, b: &BatchTensors<B>| {
+            micro_batch_loss(m, b, norm, aux_coef, micro_count, cfg.mtp_loss_weight)
+        };
+        let (parts, mut buffer) = step_gradients(&model, micro, loss_of)?;
         let grad_norm = if cfg.max_grad_norm > 0.0 {
             buffer.clip(cfg.max_grad_norm)
         } else {
