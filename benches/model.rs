@@ -7,7 +7,8 @@
 //! (`make bench-model` runs all three steps).
 //!
 //! `HAT_BENCH_PROMPT` (default 128) and `HAT_BENCH_DECODE` (default 64) set the prompt length
-//! and the number of decoded tokens.
+//! and the number of decoded tokens, `HAT_BENCH_DECODE_BATCH` (default 4) the rows of the batched
+//! decode.
 
 use burn::backend::NdArray;
 use hat::model::checkpoint::{save, ExpertLayout, SaveOptions};
@@ -75,7 +76,7 @@ fn measure(m: &CausalLm<B>, prompt_len: usize, decode: usize, batch: usize) -> V
 fn main() {
     let prompt_len = env_usize("HAT_BENCH_PROMPT", 128);
     let decode = env_usize("HAT_BENCH_DECODE", 64);
-    let batch = 4;
+    let batch = env_usize("HAT_BENCH_DECODE_BATCH", 4).max(1);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-model");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
