@@ -56,7 +56,7 @@ DISTILL := $(OUT)/distill
 DISTILL_TASKS ?= 600
 DISTILL_VARIANTS ?= 4
 DISTILL_MINUTES ?= 15
-DISTILL_STEPS ?= 400
+DISTILL_STEPS ?= 240
 DISTILL_EVAL_TASKS ?= 40
 TD := $(BIN)/teacher-distill
 # One training recipe for the embedded default and both arms of `make compare`.

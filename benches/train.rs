@@ -14,8 +14,11 @@
 //! every position (mean over the batch's B×(T-1) targets; the loss mask is all ones) plus the router
 //! load-balancing loss × the config's `router_aux_loss_coef` (no MTP loss: transformers has no MTP
 //! head), backward, AdamW (lr 1e-4, weight decay 0.01 on matrices, betas 0.9/0.999, eps 1e-8), grads
-//! dropped. It uses the crate's own training pieces (`to_tensors`, `micro_batch_loss`, `GradBuffer`,
-//! `AdamW`), as `hat train` does, without clipping or metrics. tokens/s = B×T / mean step time over
+//! dropped. It uses the crate's own training pieces (`to_tensors`, `micro_batch_loss`,
+//! `step_gradients`, `AdamW`) as `teacher-distill train` does, without clipping or metrics: the batch
+//! is cut into one micro-batch per row, which `step_gradients` runs on parallel threads (so the
+//! router aux loss is the mean of the rows' aux losses, a hair off transformers' whole-batch value;
+//! the cross-entropy is the same). tokens/s = B×T / mean step time over
 //! `HAT_BENCH_TRAIN_STEPS` steps after one warm-up step.
 //!
 //! Environment (the Python script reads the same): `HAT_BENCH_TRAIN_BATCH` (default 2),
@@ -32,8 +35,8 @@ use hat::model::checkpoint::{save, ExpertLayout, SaveOptions};
 use hat::model::presets::preset;
 use hat::model::CausalLm;
 use hat::train::batch::{to_tensors, BatchTensors};
-use hat::train::optim::{AdamW, AdamWConfig, GradBuffer};
-use hat::train::trainer::micro_batch_loss;
+use hat::train::optim::{AdamW, AdamWConfig};
+use hat::train::trainer::{micro_batch_loss, step_gradients};
 use hat::train::view::TrainingView;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -86,28 +89,27 @@ struct Figures {
 fn step(
     model: CausalLm<B>,
     opt: &mut AdamW<Inner>,
-    batch: &BatchTensors<B>,
+    rows: &[BatchTensors<B>],
     aux_coef: f64,
 ) -> (CausalLm<B>, f64) {
-    let (loss, parts) =
-        micro_batch_loss(&model, batch, batch.trained, aux_coef, 1, 0.0).expect("loss");
-    let grads = loss.backward();
-    let mut buffer = GradBuffer::default();
-    buffer.accumulate::<B, _>(&model, &grads);
-    drop(grads);
+    let norm: f32 = rows.iter().map(|b| b.trained).sum();
+    let (parts, mut buffer) = step_gradients(&model, rows.to_vec(), |m, b| {
+        micro_batch_loss(m, b, norm, aux_coef, rows.len(), 0.0)
+    })
+    .expect("loss");
     let model = opt.step::<B, _>(model, LR, &mut buffer);
-    (
-        model,
-        parts.ce_sum / batch.trained as f64 + aux_coef * parts.aux,
-    )
+    (model, parts.ce_sum / norm as f64 + aux_coef * parts.aux)
 }
 
 fn measure(mut model: CausalLm<B>, batch: usize, seq: usize, steps: usize) -> Figures {
     let device = Default::default();
     let views = fixed_batch(model.config.vocab_size, batch, seq);
-    let refs: Vec<&TrainingView> = views.iter().collect();
-    let tensors = to_tensors::<B>(&refs, 0, &device).expect("batch tensors");
-    assert_eq!(tensors.trained as usize, batch * (seq - 1));
+    let tensors: Vec<BatchTensors<B>> = views
+        .iter()
+        .map(|v| to_tensors::<B>(&[v], 0, &device).expect("batch tensors"))
+        .collect();
+    let trained: f32 = tensors.iter().map(|b| b.trained).sum();
+    assert_eq!(trained as usize, batch * (seq - 1));
     let aux_coef = model.config.router_aux_loss_coef;
     let mut opt = AdamW::<Inner>::new(AdamWConfig {
         weight_decay: 0.01,

@@ -87,6 +87,7 @@ impl Sampler {
 }
 
 /// One micro-batch as tensors. Position t of `targets`/`mask` scores the prediction of token t+1.
+#[derive(Clone)]
 pub struct BatchTensors<B: Backend> {
     pub ids: Tensor<B, 2, Int>,
     pub targets: Tensor<B, 2, Int>,

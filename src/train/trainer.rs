@@ -207,7 +207,7 @@ fn fresh_leaves<B: AutodiffBackend>(model: &CausalLm<B>) -> CausalLm<B> {
 /// The summed loss parts and gradients of one step's micro-batches. They run on parallel threads,
 /// as many at a time as there are cores (one autodiff pass leaves much of a second core idle), and
 /// their gradients are summed in micro-batch order, so the step does not depend on thread timing.
-fn step_gradients<B: AutodiffBackend>(
+pub fn step_gradients<B: AutodiffBackend>(
     model: &CausalLm<B>,
     micro: Vec<BatchTensors<B>>,
     loss_of: impl Fn(&CausalLm<B>, &BatchTensors<B>) -> Result<(Tensor<B, 1>, LossParts)> + Sync,
