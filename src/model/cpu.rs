@@ -56,9 +56,8 @@ fn from_cpu<B: Backend, const D: usize>(t: NdArrayTensor) -> Tensor<B, D> {
 
 /// Rows at or below this count use the streaming product (decode); above it, packed gemm.
 const STREAMING_MAX_ROWS: usize = 32;
-/// Accumulator floats per parallel task in the streaming product: 16 KiB, so the partial sums of
-/// every row stay in L1 while the weight rows stream past.
-const ACCUMULATOR_FLOATS: usize = 4096;
+/// Output columns per parallel task in the streaming product.
+const COLUMN_BLOCK: usize = 512;
 
 fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, IxDyn> {
     let (NdArrayTensor::F32(x), NdArrayTensor::F32(w)) = (x, w) else {
@@ -94,13 +93,11 @@ fn streaming_matmul(x: ArrayView2<f32>, w: ArrayView2<f32>) -> Array2<f32> {
     let (m, k, n) = (x.nrows(), x.ncols(), w.ncols());
     let w = w.as_slice().expect("standard-layout weight");
     let x = x.as_slice().expect("standard-layout activations");
-    // Columns per task: as many as keep the task's accumulators (m rows) within L1.
-    let column_block = (ACCUMULATOR_FLOATS / m).clamp(64, 512) / 16 * 16;
-    let blocks: Vec<Vec<f32>> = (0..n.div_ceil(column_block))
+    let blocks: Vec<Vec<f32>> = (0..n.div_ceil(COLUMN_BLOCK))
         .into_par_iter()
         .map(|block| {
-            let start = block * column_block;
-            let len = column_block.min(n - start);
+            let start = block * COLUMN_BLOCK;
+            let len = COLUMN_BLOCK.min(n - start);
             let mut acc = vec![0f32; m * len];
             for kk in 0..k {
                 let w_row = &w[kk * n + start..kk * n + start + len];
@@ -116,8 +113,8 @@ fn streaming_matmul(x: ArrayView2<f32>, w: ArrayView2<f32>) -> Array2<f32> {
         .collect();
     let mut out = Array2::<f32>::zeros((m, n));
     for (block, acc) in blocks.iter().enumerate() {
-        let start = block * column_block;
-        let len = column_block.min(n - start);
+        let start = block * COLUMN_BLOCK;
+        let len = COLUMN_BLOCK.min(n - start);
         for (mut out_row, acc_row) in out.axis_iter_mut(Axis(0)).zip(acc.chunks_exact(len)) {
             out_row.as_slice_mut().expect("fresh array")[start..start + len]
                 .copy_from_slice(acc_row);
