@@ -154,9 +154,7 @@ impl<B: Backend> Attention<B> {
         // Query blocks: a block attends only to the keys up to its last query (causal), which skips
         // about half of the score matrix on long sequences and keeps each block's scores small.
         let o = self.attend(&q, &k, &v, t, &rope.starts, QUERY_BLOCK); // [B, nh, T, hd]
-        let o = o
-            .swap_dims(1, 2)
-            .reshape([b, t, nh * hd]);
+        let o = o.swap_dims(1, 2).reshape([b, t, nh * hd]);
         let o = match gate {
             Some(g) => o * sigmoid(g),
             None => o,
@@ -205,20 +203,24 @@ impl<B: Backend> Attention<B> {
         let (k, v) = (k.clone().narrow(2, 0, tk), v.clone().narrow(2, 0, tk));
         // Query heads h = kv*rep + r share kv head `kv`: fold the rep axis into time instead of
         // materialising repeated keys.
-        let qg = q.clone().narrow(2, from, len).reshape([b, nkv, rep * len, hd]);
+        let qg = q
+            .clone()
+            .narrow(2, from, len)
+            .reshape([b, nkv, rep * len, hd]);
         let scores = qg
             .matmul(k.swap_dims(2, 3))
             .mul_scalar((hd as f64).powf(-0.5));
-        let scores = scores.reshape([b, nh, len, tk]) + self.mask(from, len, tk, starts, &q.device());
+        let scores =
+            scores.reshape([b, nh, len, tk]) + self.mask(from, len, tk, starts, &q.device());
         let probs = softmax(scores, 3).reshape([b, nkv, rep * len, tk]);
         probs.matmul(v).reshape([b, nh, len, hd])
     }
 
     /// Additive causal (and sliding-window) mask `[R, 1, len, tk]` for new queries `from..from+len`
     /// against keys `0..tk`, one row per entry of `starts`. The keys are the cached slots followed by
-    /// the first `tk - cached` new ones. Row r has
-    /// `starts[r]` valid cached keys; slots beyond that are right-padding (rows of different lengths
-    /// stacked by [`super::cache::Cache::stack`]) and stay hidden.
+    /// the first `tk - cached` new ones. Row r has `starts[r]` valid cached keys; slots beyond that
+    /// are right-padding (rows of different lengths stacked by [`super::cache::Cache::stack`]) and
+    /// stay hidden.
     fn mask(
         &self,
         from: usize,
@@ -282,7 +284,8 @@ mod tests {
                 init_std: 0.5,
             };
             let attn =
-                Attention::<NdArray<f32>>::load(&mut RandomInit::new(7), "a", &dims, &device).unwrap();
+                Attention::<NdArray<f32>>::load(&mut RandomInit::new(7), "a", &dims, &device)
+                    .unwrap();
             let t = 300;
             let normal = Distribution::Normal(0.0, 1.0);
             let q = Tensor::<NdArray<f32>, 4>::random([2, 4, t, 8], normal, &device);
@@ -293,7 +296,10 @@ mod tests {
             for block in [1, 64, 100] {
                 let blocked = attn.attend(&q, &k, &v, t, &starts, block);
                 let diff: f32 = (blocked - whole.clone()).abs().max().into_scalar();
-                assert!(diff < 1e-5, "window {window}, cached {cached}, block {block}: {diff}");
+                assert!(
+                    diff < 1e-5,
+                    "window {window}, cached {cached}, block {block}: {diff}"
+                );
             }
         }
     }

@@ -112,7 +112,9 @@ pub fn trained_token_loss<B: Backend>(
     let picked = hidden
         .reshape([b * t, h])
         .select(0, batch.trained_positions.clone());
-    let logits = model.lm_logits(picked.reshape([1, k, h])).reshape([k, model.config.vocab_size]);
+    let logits = model
+        .lm_logits(picked.reshape([1, k, h]))
+        .reshape([k, model.config.vocab_size]);
     let lp = log_softmax(logits, 1)
         .gather(1, batch.trained_targets.clone().reshape([k, 1]))
         .reshape([k]);
@@ -226,17 +228,22 @@ pub fn step_gradients<B: AutodiffBackend>(
                 .map(|b| {
                     let m = fresh_leaves(model);
                     let loss_of = &loss_of;
-                    scope.spawn(move || -> Result<(LossParts, GradBuffer<B::InnerBackend>)> {
-                        let (loss, p) = loss_of(&m, &b)?;
-                        let mut grads = GradBuffer::default();
-                        grads.accumulate::<B, _>(&m, &loss.backward());
-                        Ok((p, grads))
-                    })
+                    scope.spawn(
+                        move || -> Result<(LossParts, GradBuffer<B::InnerBackend>)> {
+                            let (loss, p) = loss_of(&m, &b)?;
+                            let mut grads = GradBuffer::default();
+                            grads.accumulate::<B, _>(&m, &loss.backward());
+                            Ok((p, grads))
+                        },
+                    )
                 })
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().map_err(|_| anyhow::anyhow!("a training thread panicked"))?)
+                .map(|h| {
+                    h.join()
+                        .map_err(|_| anyhow::anyhow!("a training thread panicked"))?
+                })
                 .collect::<Result<Vec<_>>>()
         })?;
         for (p, grads) in results {
