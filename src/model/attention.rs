@@ -153,7 +153,7 @@ impl<B: Backend> Attention<B> {
         };
         // Query blocks: a block attends only to the keys up to its last query (causal), which skips
         // about half of the score matrix on long sequences and keeps each block's scores small.
-        let o = self.attend(&q, &k, &v, t, &rope.starts, QUERY_BLOCK); // [B, nh, T, hd]
+        let o = self.attend(&q, &k, &v, &rope.starts, QUERY_BLOCK); // [B, nh, T, hd]
         let o = o.swap_dims(1, 2).reshape([b, t, nh * hd]);
         let o = match gate {
             Some(g) => o * sigmoid(g),
@@ -162,19 +162,41 @@ impl<B: Backend> Attention<B> {
         self.o_proj.forward(o)
     }
 
-    /// All `t` new queries, `block` at a time.
+    /// The `T` new queries `q: [B, nh, T, hd]` against the keys/values `[B, nkv, cached + T, hd]`,
+    /// `block` queries at a time: each block sees the cached slots and the new keys up to its own
+    /// last query. Returns `[B, nh, T, hd]`.
     fn attend(
         &self,
         q: &Tensor<B, 4>,
         k: &Tensor<B, 4>,
         v: &Tensor<B, 4>,
-        t: usize,
         starts: &[usize],
         block: usize,
     ) -> Tensor<B, 4> {
+        let [b, nh, t, hd] = q.dims();
+        let nkv = self.num_kv_heads;
+        let rep = nh / nkv;
+        let cached = k.dims()[2] - t;
         let mut blocks: Vec<Tensor<B, 4>> = (0..t)
             .step_by(block)
-            .map(|s| self.attend_block(q, k, v, s, (t - s).min(block), t, starts))
+            .map(|from| {
+                let len = (t - from).min(block);
+                let tk = cached + from + len;
+                let (k, v) = (k.clone().narrow(2, 0, tk), v.clone().narrow(2, 0, tk));
+                // Query heads h = kv*rep + r share kv head `kv`: fold the rep axis into time instead
+                // of materialising repeated keys.
+                let qg = q
+                    .clone()
+                    .narrow(2, from, len)
+                    .reshape([b, nkv, rep * len, hd]);
+                let scores = qg
+                    .matmul(k.swap_dims(2, 3))
+                    .mul_scalar((hd as f64).powf(-0.5));
+                let scores = scores.reshape([b, nh, len, tk])
+                    + self.mask(from, len, cached, starts, &q.device());
+                let probs = softmax(scores, 3).reshape([b, nkv, rep * len, tk]);
+                probs.matmul(v).reshape([b, nh, len, hd])
+            })
             .collect();
         if blocks.len() == 1 {
             blocks.pop().expect("one block")
@@ -183,53 +205,20 @@ impl<B: Backend> Attention<B> {
         }
     }
 
-    /// Queries `from..from+len` of the `t` new ones (`q: [B, nh, T, hd]`) against the keys they can
-    /// see: the cached slots and the new keys up to the block's last query. Returns `[B, nh, len, hd]`.
-    #[allow(clippy::too_many_arguments)]
-    fn attend_block(
-        &self,
-        q: &Tensor<B, 4>,
-        k: &Tensor<B, 4>,
-        v: &Tensor<B, 4>,
-        from: usize,
-        len: usize,
-        t: usize,
-        starts: &[usize],
-    ) -> Tensor<B, 4> {
-        let [b, _, _, hd] = q.dims();
-        let (nh, nkv) = (self.num_heads, self.num_kv_heads);
-        let rep = nh / nkv;
-        let tk = k.dims()[2] - t + from + len;
-        let (k, v) = (k.clone().narrow(2, 0, tk), v.clone().narrow(2, 0, tk));
-        // Query heads h = kv*rep + r share kv head `kv`: fold the rep axis into time instead of
-        // materialising repeated keys.
-        let qg = q
-            .clone()
-            .narrow(2, from, len)
-            .reshape([b, nkv, rep * len, hd]);
-        let scores = qg
-            .matmul(k.swap_dims(2, 3))
-            .mul_scalar((hd as f64).powf(-0.5));
-        let scores =
-            scores.reshape([b, nh, len, tk]) + self.mask(from, len, tk, starts, &q.device());
-        let probs = softmax(scores, 3).reshape([b, nkv, rep * len, tk]);
-        probs.matmul(v).reshape([b, nh, len, hd])
-    }
-
     /// Additive causal (and sliding-window) mask `[R, 1, len, tk]` for new queries `from..from+len`
-    /// against keys `0..tk`, one row per entry of `starts`. The keys are the cached slots followed by
-    /// the first `tk - cached` new ones. Row r has `starts[r]` valid cached keys; slots beyond that
+    /// against the keys they can see, `tk = cached + from + len`: the `cached` slots followed by the
+    /// new ones up to the last query. One row per entry of `starts`; row r has `starts[r]` valid cached keys; slots beyond that
     /// are right-padding (rows of different lengths stacked by [`super::cache::Cache::stack`]) and
     /// stay hidden.
     fn mask(
         &self,
         from: usize,
         len: usize,
-        tk: usize,
+        cached: usize,
         starts: &[usize],
         device: &B::Device,
     ) -> Tensor<B, 4> {
-        let cached = tk - from - len;
+        let tk = cached + from + len;
         let mut m = vec![0f32; starts.len() * len * tk];
         for (r, &start) in starts.iter().enumerate() {
             for i in 0..len {
@@ -292,9 +281,9 @@ mod tests {
             let k = Tensor::<NdArray<f32>, 4>::random([2, 2, cached + t, 8], normal, &device);
             let v = Tensor::<NdArray<f32>, 4>::random([2, 2, cached + t, 8], normal, &device);
             let starts = [cached, cached.saturating_sub(5)];
-            let whole = attn.attend(&q, &k, &v, t, &starts, t);
+            let whole = attn.attend(&q, &k, &v, &starts, t);
             for block in [1, 64, 100] {
-                let blocked = attn.attend(&q, &k, &v, t, &starts, block);
+                let blocked = attn.attend(&q, &k, &v, &starts, block);
                 let diff: f32 = (blocked - whole.clone()).abs().max().into_scalar();
                 assert!(
                     diff < 1e-5,
