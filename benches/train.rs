@@ -106,7 +106,7 @@ fn measure(mut model: CausalLm<B>, batch: usize, seq: usize, steps: usize) -> Fi
     let views = fixed_batch(model.config.vocab_size, batch, seq);
     let tensors: Vec<BatchTensors<B>> = views
         .iter()
-        .map(|v| to_tensors::<B>(&[v], 0, &device).expect("batch tensors"))
+        .map(|v| to_tensors::<B>(&[v], 0, false, &device).expect("batch tensors"))
         .collect();
     let trained: f32 = tensors.iter().map(|b| b.trained).sum();
     assert_eq!(trained as usize, batch * (seq - 1));

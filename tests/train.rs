@@ -10,7 +10,7 @@ use burn::tensor::TensorData;
 use hat::model::{presets, CausalLm};
 use hat::record::Trajectory;
 use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
-use hat::train::batch::{bucket, to_tensors, Cursor, Sampler};
+use hat::train::batch::{bucket, bucket_shared, shared_prefix, to_tensors, Cursor, Sampler};
 use hat::train::checkpoint;
 use hat::train::data::load_views;
 use hat::train::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
@@ -26,12 +26,16 @@ type Inner = NdArray<f32>;
 
 /// A record with a tool call, its result and a final reply.
 fn record(id: &str, question: &str, reply: &str) -> Trajectory {
+    record_with_system(id, "You are the host of a live shopping stream.", question, reply)
+}
+
+fn record_with_system(id: &str, system: &str, question: &str, reply: &str) -> Trajectory {
     serde_json::from_value(json!({
         "id": id,
         "tools": [{"type": "function", "function": {"name": "check_inventory", "description": "Stock of a product.",
                    "parameters": {"type": "object", "properties": {"product_id": {"type": "string"}}}}}],
         "messages": [
-            {"role": "system", "content": "You are the host of a live shopping stream."},
+            {"role": "system", "content": system},
             {"role": "user", "content": question},
             {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
                 "function": {"name": "check_inventory", "arguments": "{\"product_id\": \"p1\"}"}}]},
@@ -340,10 +344,10 @@ fn two_accumulated_half_batches_give_the_full_batch_gradient() {
     let model = tiny_model(b.tokenizer().get_vocab_size(true), 3);
     let d = Default::default();
     let all: Vec<&TrainingView> = vs[..4].iter().collect();
-    let full = to_tensors::<B>(&all, 0, &d).unwrap();
+    let full = to_tensors::<B>(&all, 0, false, &d).unwrap();
     let halves = [
-        to_tensors::<B>(&all[..2], 0, &d).unwrap(),
-        to_tensors::<B>(&all[2..], 0, &d).unwrap(),
+        to_tensors::<B>(&all[..2], 0, false, &d).unwrap(),
+        to_tensors::<B>(&all[2..], 0, false, &d).unwrap(),
     ];
     let norm = full.trained;
     assert_eq!(norm, halves[0].trained + halves[1].trained);
@@ -377,7 +381,7 @@ fn loss_at_trained_positions_equals_the_masked_loss_over_all_positions() {
     vs[1].weights = Some((0..n).map(|i| 0.5 + (i % 3) as f32).collect());
     let model = tiny_model(b.tokenizer().get_vocab_size(true), 5);
     let rows: Vec<&TrainingView> = vs[..3].iter().collect();
-    let batch = to_tensors::<B>(&rows, 0, &Default::default()).unwrap();
+    let batch = to_tensors::<B>(&rows, 0, false, &Default::default()).unwrap();
     let out = model.forward(batch.ids.clone());
     let t = batch.ids.dims()[1];
     let full = masked_token_loss(
@@ -395,6 +399,79 @@ fn loss_at_trained_positions_equals_the_masked_loss_over_all_positions() {
     gc.accumulate::<B, _>(&model, &picked.backward());
     let (na, nc) = (ga.norm(), gc.norm());
     assert!(na > 0.0 && (na - nc).abs() / na < 1e-4, "{na} vs {nc}");
+}
+
+/// Records of one harness: a long system prompt (tools rendered after it by the template), then
+/// different viewer questions.
+fn harness_views(b: &ViewBuilder, system: &str, n: usize) -> Vec<TrainingView> {
+    (0..n)
+        .map(|i| {
+            let q = format!("Is p{i} in stock?{}", " Yes?".repeat(i));
+            b.build(&record_with_system(&format!("{system:.8}{i}"), system, &q, &format!("Yes, {i} left.")))
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Running the prefix the rows share once and continuing every row from a copy of its cache gives the
+/// loss and the gradients of running the whole rows.
+#[test]
+fn a_shared_prefix_run_once_gives_the_loss_and_gradients_of_whole_rows() {
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let vs = harness_views(&b, &"You are the host of a live shopping stream. ".repeat(30), 3);
+    let rows: Vec<&TrainingView> = vs.iter().collect();
+    let p = shared_prefix(&rows);
+    assert!(p >= 128 && p % 64 == 0, "shared prefix {p}");
+    let d = Default::default();
+    let shared = to_tensors::<B>(&rows, 0, true, &d).unwrap();
+    let whole = to_tensors::<B>(&rows, 0, false, &d).unwrap();
+    assert!(shared.prefix.is_some() && whole.prefix.is_none());
+    assert_eq!(shared.trained, whole.trained);
+    assert_eq!(shared.tokens, whole.tokens);
+    let longest = vs.iter().map(|v| v.len()).max().unwrap();
+    assert_eq!(shared.computed, p + 3 * (longest - p));
+    assert_eq!(whole.computed, 3 * longest);
+
+    let model = tiny_model(b.tokenizer().get_vocab_size(true), 11);
+    let norm = whole.trained;
+    let (mut gw, mut gs) = (GradBuffer::default(), GradBuffer::default());
+    let (lw, _) = micro_batch_loss(&model, &whole, norm, 0.0, 1, 0.0).unwrap();
+    let (ls, _) = micro_batch_loss(&model, &shared, norm, 0.0, 1, 0.0).unwrap();
+    let (a, c) = (values(lw.clone())[0], values(ls.clone())[0]);
+    assert!(a > 1.0 && (a - c).abs() / a < 1e-5, "{a} vs {c}");
+    gw.accumulate::<B, _>(&model, &lw.backward());
+    gs.accumulate::<B, _>(&model, &ls.backward());
+    let (nw, ns) = (gw.norm(), gs.norm());
+    assert!(nw > 0.0 && (nw - ns).abs() / nw < 1e-4, "{nw} vs {ns}");
+    for (x, y) in gw.grads.iter().zip(&gs.grads) {
+        if let (Some(x), Some(y)) = (x, y) {
+            let diff = (x.clone() - y.clone()).abs().max().into_scalar();
+            assert!(diff < 1e-5, "max gradient difference {diff}");
+        }
+    }
+}
+
+/// Shared-prefix batches keep records of different harnesses apart and stay within the budget, each
+/// batch costing its prefix once.
+#[test]
+fn shared_prefix_batches_group_records_of_one_harness_within_the_budget() {
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let mut vs = harness_views(&b, &"You are the host of a live shopping stream. ".repeat(30), 5);
+    vs.extend(harness_views(&b, &"Stock of a product. ".repeat(40), 5));
+    let budget = vs[0].len() * 2;
+    let batches = bucket_shared(&vs, budget);
+    let mut seen: Vec<usize> = batches.concat();
+    seen.sort();
+    assert_eq!(seen, (0..10).collect::<Vec<_>>());
+    assert!(batches.iter().any(|r| r.len() >= 3), "{batches:?}");
+    for rows in &batches {
+        assert!(rows.iter().all(|&i| i < 5) || rows.iter().all(|&i| i >= 5), "{batches:?}");
+        let refs: Vec<&TrainingView> = rows.iter().map(|&i| &vs[i]).collect();
+        let cost = to_tensors::<Inner>(&refs, 0, true, &Default::default()).unwrap().computed;
+        assert!(rows.len() == 1 || cost <= budget, "{rows:?} costs {cost} > {budget}");
+    }
 }
 
 fn config(steps: usize) -> TrainConfig {

@@ -188,7 +188,9 @@ pub struct TrainArgs {
     pub max_steps: usize,
     #[arg(long = "learning-rate", visible_alias = "lr", default_value_t = 3e-3)]
     pub learning_rate: f64,
-    /// Padded tokens per micro-batch.
+    /// Tokens a micro-batch computes at most: its right-padded rows, with the prompt prefix that its
+    /// records share (one harness's system prompt and tools) computed once, not once per record
+    /// (without --mtp-loss-weight; the loss is the same either way).
     #[arg(long, default_value_t = 8192)]
     pub batch_tokens: usize,
     #[arg(

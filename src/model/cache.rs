@@ -116,6 +116,32 @@ impl<B: Backend> Cache<B> {
         })
     }
 
+    /// A batch of `rows` copies of this single-sequence cache, to continue several sequences from one
+    /// shared prefix (in training, the gradients of every row flow back into the one prefix pass).
+    pub fn repeat_rows(&self, rows: usize) -> Self {
+        fn rep<B: Backend, const D: usize>(t: &Option<Tensor<B, D>>, rows: usize) -> Option<Tensor<B, D>> {
+            t.as_ref().map(|t| t.clone().repeat_dim(0, rows))
+        }
+        Self {
+            layers: self
+                .layers
+                .iter()
+                .map(|l| LayerCache {
+                    kv: KvCache {
+                        k: rep(&l.kv.k, rows),
+                        v: rep(&l.kv.v, rows),
+                    },
+                    deltanet: DeltaNetState {
+                        conv: rep(&l.deltanet.conv, rows),
+                        recurrent: rep(&l.deltanet.recurrent, rows),
+                    },
+                })
+                .collect(),
+            seq_len: self.seq_len,
+            row_lens: None,
+        }
+    }
+
     /// Splits a stacked batch that has since taken `new` more tokens per row back into
     /// single-sequence caches, dropping each row's padding.
     pub fn unstack(self, new: usize) -> Vec<Cache<B>> {

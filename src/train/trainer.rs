@@ -23,7 +23,7 @@ use burn::tensor::backend::AutodiffBackend;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use super::batch::{bucket, to_tensors, BatchTensors, Cursor, Sampler};
+use super::batch::{bucket, bucket_shared, to_tensors, BatchTensors, Cursor, Sampler};
 use super::checkpoint::{self, TrainerState};
 use super::metrics;
 use super::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
@@ -36,7 +36,7 @@ pub struct TrainConfig {
     /// Optimizer steps of the whole run (the schedule's length).
     pub max_steps: usize,
     pub learning_rate: f64,
-    /// Padded tokens per micro-batch.
+    /// Tokens a micro-batch computes at most: its padded rows, a shared prompt prefix counted once.
     pub batch_tokens: usize,
     pub gradient_accumulation_steps: usize,
     pub warmup_steps: usize,
@@ -139,7 +139,7 @@ pub fn micro_batch_loss<B: Backend>(
     micro_batches: usize,
     mtp_weight: f64,
 ) -> Result<(Tensor<B, 1>, LossParts)> {
-    let (hidden, router_logits) = model.hidden_states(batch.ids.clone(), None);
+    let (hidden, router_logits) = batch_hidden_states(model, batch);
     let t = batch.ids.dims()[1];
     let ce = trained_token_loss(model, hidden.clone(), batch);
     let mut parts = LossParts {
@@ -154,6 +154,10 @@ pub fn micro_batch_loss<B: Backend>(
         }
     }
     if mtp_weight > 0.0 && t >= 3 {
+        anyhow::ensure!(
+            batch.prefix.is_none(),
+            "the MTP loss needs whole rows (its own attention layer does not see a shared prefix)"
+        );
         // MTP slot i predicts token i+2: slots 0..T-2 against targets 1.., masked like those targets.
         let logits = model
             .mtp_logits(hidden, batch.ids.clone())?
@@ -169,6 +173,24 @@ pub fn micro_batch_loss<B: Backend>(
     Ok((total, parts))
 }
 
+/// The final hidden states of the batch rows `[B, T, H]` and the router logits of the pass. A shared
+/// prefix runs once, and every row continues from a copy of its cache: the same states as running the
+/// whole rows, while the router logits hold each prefix token once.
+pub fn batch_hidden_states<B: Backend>(
+    model: &CausalLm<B>,
+    batch: &BatchTensors<B>,
+) -> (Tensor<B, 3>, Vec<Tensor<B, 2>>) {
+    let Some(prefix) = &batch.prefix else {
+        return model.hidden_states(batch.ids.clone(), None);
+    };
+    let mut cache = model.new_cache();
+    let (_, mut router_logits) = model.hidden_states(prefix.clone(), Some(&mut cache));
+    let mut rows = cache.repeat_rows(batch.ids.dims()[0]);
+    let (hidden, more) = model.hidden_states(batch.ids.clone(), Some(&mut rows));
+    router_logits.extend(more);
+    (hidden, router_logits)
+}
+
 /// Mean masked cross-entropy over `views` (no gradients), in micro-batches of `batch_tokens`.
 pub fn dev_loss<B: Backend>(
     model: &CausalLm<B>,
@@ -177,12 +199,11 @@ pub fn dev_loss<B: Backend>(
     batch_tokens: usize,
     device: &B::Device,
 ) -> Result<Option<f64>> {
-    let lengths: Vec<usize> = views.iter().map(TrainingView::len).collect();
     let (mut sum, mut count) = (0.0f64, 0.0f64);
-    for rows in bucket(&lengths, batch_tokens) {
+    for rows in bucket_shared(views, batch_tokens) {
         let refs: Vec<&TrainingView> = rows.iter().map(|&i| &views[i]).collect();
-        let b = to_tensors::<B>(&refs, pad, device)?;
-        let (hidden, _) = model.hidden_states(b.ids.clone(), None);
+        let b = to_tensors::<B>(&refs, pad, true, device)?;
+        let (hidden, _) = batch_hidden_states(model, &b);
         sum += trained_token_loss(model, hidden, &b)
             .into_scalar()
             .elem::<f64>();
@@ -302,8 +323,15 @@ pub fn train<B: AutodiffBackend>(
     let metrics_path = dirs.out.join("metrics.jsonl");
     let mut log = metrics::Log::open(&metrics_path, state.metrics_lines)?;
 
-    let lengths: Vec<usize> = data.train.iter().map(TrainingView::len).collect();
-    let mut sampler = Sampler::new(bucket(&lengths, cfg.batch_tokens), state.seed, state.cursor);
+    // A shared prefix is exact for the token loss; the MTP head's attention would need the prefix too.
+    let share_prefix = cfg.mtp_loss_weight == 0.0;
+    let batches = if share_prefix {
+        bucket_shared(&data.train, cfg.batch_tokens)
+    } else {
+        let lengths: Vec<usize> = data.train.iter().map(TrainingView::len).collect();
+        bucket(&lengths, cfg.batch_tokens)
+    };
+    let mut sampler = Sampler::new(batches, state.seed, state.cursor);
     let pb = ProgressBar::new(cfg.max_steps as u64).with_position(state.step as u64);
     pb.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} steps {msg} [{elapsed} < {eta}]")
@@ -337,11 +365,12 @@ pub fn train<B: AutodiffBackend>(
                     .iter()
                     .map(|&i| &data.train[i])
                     .collect();
-                to_tensors::<B>(&rows, data.pad, device)
+                to_tensors::<B>(&rows, data.pad, share_prefix, device)
             })
             .collect::<Result<_>>()?;
         let norm: f32 = micro.iter().map(|b| b.trained).sum::<f32>().max(1.0);
         let tokens: usize = micro.iter().map(|b| b.tokens).sum();
+        let computed: usize = micro.iter().map(|b| b.computed).sum();
         let micro_count = micro.len();
         let loss_of = |m: &CausalLm<B>, b: &BatchTensors<B>| {
             micro_batch_loss(m, b, norm, aux_coef, micro_count, cfg.mtp_loss_weight)
@@ -363,7 +392,7 @@ pub fn train<B: AutodiffBackend>(
         log.write(&json!({
             "step": state.step, "epoch": state.cursor.epoch, "loss": loss, "aux_loss": parts.aux,
             "mtp_loss": parts.mtp_sum / norm as f64, "learning_rate": lr, "grad_norm": grad_norm,
-            "tokens": tokens, "trained_tokens": norm, "tokens_per_second": tokens as f64 / secs.max(1e-9),
+            "tokens": tokens, "computed_tokens": computed, "trained_tokens": norm, "tokens_per_second": tokens as f64 / secs.max(1e-9),
         }))?;
         pb.set_position(state.step as u64);
         pb.set_message(format!(
