@@ -58,6 +58,9 @@ DISTILL_VARIANTS ?= 4
 DISTILL_MINUTES ?= 15
 DISTILL_STEPS ?= 240
 DISTILL_EVAL_TASKS ?= 40
+# Viewers asking in one live-room state: their records share the system prompt and tools, which training
+# computes once per micro-batch.
+DISTILL_VIEWERS_PER_ROOM ?= 8
 TD := $(BIN)/teacher-distill
 # One training recipe for the embedded default and both arms of `make compare`.
 TRAIN_ARGS = --dev-records $(DISTILL)/teacher.dev.jsonl --model-init tiny --tokenizer $(DISTILL)/tokenizer \
@@ -69,7 +72,8 @@ DISTILL_BATCH_TOKENS ?= 4096
 DISTILL_ACCUM ?= 2
 distill: build
 	@mkdir -p $(DISTILL)
-	$(HAT) sim tasks --n $(DISTILL_TASKS) --split train --seed $(SEED) -o $(DISTILL)/tasks.train.jsonl
+	$(HAT) sim tasks --n $(DISTILL_TASKS) --split train --viewers-per-room $(DISTILL_VIEWERS_PER_ROOM) --seed $(SEED) \
+		-o $(DISTILL)/tasks.train.jsonl
 	$(HAT) sim tasks --n $(DISTILL_EVAL_TASKS) --split dev --seed $(SEED) -o $(DISTILL)/tasks.dev.jsonl
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.train.jsonl --variants $(DISTILL_VARIANTS) \
 		--original-share 0.5 --faults $(FAULTS) --seed $(SEED) -o $(DISTILL)/teacher.jsonl --summary $(DISTILL)/collect.json

@@ -208,13 +208,24 @@ pub fn settings(
     Ok(out)
 }
 
-/// Which setting plays task `id`: the original with probability `original_share`, else a variant.
-pub fn assign(id: &str, seed: u64, original_share: f64, settings: usize) -> usize {
-    let mut rng = Rng::derive(seed, &format!("assign/{id}"));
+/// Which setting plays a task, from its `key`: the original with probability `original_share`, else a
+/// variant.
+pub fn assign(key: &str, seed: u64, original_share: f64, settings: usize) -> usize {
+    let mut rng = Rng::derive(seed, &format!("assign/{key}"));
     if settings == 1 || rng.chance(original_share) {
         0
     } else {
         1 + rng.below(settings - 1)
+    }
+}
+
+/// What picks a task's setting: its live room, so the viewers of one room (`hat sim tasks
+/// --viewers-per-room`) play under one harness, as they would in a deployment, and their records share
+/// the system prompt; the task id when it has no room.
+fn setting_key(task: &Trajectory) -> String {
+    match task.task.as_ref().map(|t| &t.room) {
+        Some(room) if !room.is_null() => room.to_string(),
+        _ => task.id.clone(),
     }
 }
 
@@ -232,7 +243,14 @@ pub fn collect(
 ) -> Vec<Trajectory> {
     let which: Vec<usize> = tasks
         .iter()
-        .map(|t| assign(&t.id, filter_cfg.seed, original_share, settings.len()))
+        .map(|t| {
+            assign(
+                &setting_key(t),
+                filter_cfg.seed,
+                original_share,
+                settings.len(),
+            )
+        })
         .collect();
     let mut results: Vec<Option<Trajectory>> = vec![None; tasks.len()];
     for (s, setting) in settings.iter().enumerate() {

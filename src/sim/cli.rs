@@ -85,6 +85,11 @@ pub struct TasksArgs {
     /// Strength of slang/typo noise on viewer messages (0 = clean).
     #[arg(long, default_value_t = 0.3)]
     pub noise: f64,
+    /// Consecutive tasks that share one live-room state, like the viewers of one stream (1 = a room
+    /// per task). Records of one room and harness share their whole system prompt and tools, which
+    /// `teacher-distill train` then computes once per micro-batch.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub viewers_per_room: u64,
     #[command(flatten)]
     pub catalog: CatalogSource,
     #[arg(short, long, default_value = "-")]
@@ -161,6 +166,7 @@ pub fn run(cmd: &SimCommand, err: &mut dyn std::io::Write) -> Result<i32> {
             }
             cfg.en_share = a.en_share;
             cfg.noise = a.noise;
+            cfg.viewers_per_room = a.viewers_per_room as usize;
             let out = tasks::generate(&catalog, &cfg, a.n)?;
             let mut w = JsonlWriter::create(&a.output)?;
             for t in &out {

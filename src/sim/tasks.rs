@@ -188,6 +188,10 @@ pub struct TaskConfig {
     pub noise: f64,
     /// Probability that other viewers' comments are interleaved with the asking viewer's.
     pub crowd: f64,
+    /// Consecutive tasks that share one live-room state (language, queue, product on stage, viewer
+    /// count), as the viewers of one stream do; 1 draws a room per task. Records of one room render the
+    /// same system prompt, which shared-prefix training computes once.
+    pub viewers_per_room: usize,
 }
 
 impl TaskConfig {
@@ -199,6 +203,7 @@ impl TaskConfig {
             en_share: 0.3,
             noise: 0.3,
             crowd: 0.3,
+            viewers_per_room: 1,
         }
     }
 }
@@ -294,14 +299,34 @@ fn task(catalog: &Catalog, cfg: &TaskConfig, i: usize) -> Trajectory {
         cfg.seed ^ (i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D),
         "task",
     );
-    let lang = if rng.chance(cfg.en_share) {
-        Lang::En
-    } else {
-        Lang::Zh
-    };
-    let intent = cfg.mix.draw(&mut rng);
     let pool = catalog.split(cfg.split);
-    let room = room(&mut rng, &pool, lang, i, cfg, intent == Intent::Clarify);
+    let draw_lang = |rng: &mut Rng| {
+        if rng.chance(cfg.en_share) {
+            Lang::En
+        } else {
+            Lang::Zh
+        }
+    };
+    let (lang, intent, room) = if cfg.viewers_per_room > 1 {
+        let session = i / cfg.viewers_per_room;
+        let mut shared = Rng::derive(
+            cfg.seed ^ (session as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            "room",
+        );
+        let lang = draw_lang(&mut shared);
+        let mut room = room(&mut shared, &pool, lang, session, cfg, false);
+        let intent = cfg.mix.draw(&mut rng);
+        if intent == Intent::Clarify {
+            // The ambiguous questions are asked between two products.
+            room.current_product = None;
+        }
+        (lang, intent, room)
+    } else {
+        let lang = draw_lang(&mut rng);
+        let intent = cfg.mix.draw(&mut rng);
+        let room = room(&mut rng, &pool, lang, i, cfg, intent == Intent::Clarify);
+        (lang, intent, room)
+    };
     let viewer = rng
         .pick(if lang == Lang::Zh {
             ZH_VIEWERS
@@ -845,6 +870,27 @@ mod tests {
                 assert!(!e.facts.is_empty() && !e.tool_calls.is_empty(), "{}", t.id);
             }
         }
+    }
+
+    #[test]
+    fn viewers_of_one_room_share_its_state() {
+        let catalog = Catalog::generate(1, 60);
+        let mut cfg = TaskConfig::new(Split::Train, 3);
+        cfg.viewers_per_room = 4;
+        let tasks = generate(&catalog, &cfg, 12).unwrap();
+        let room = |t: &Trajectory| {
+            let mut r: Room =
+                serde_json::from_value(t.task.as_ref().unwrap().room.clone()).unwrap();
+            r.current_product = None; // clarify tasks happen between products
+            serde_json::to_string(&r).unwrap()
+        };
+        for session in tasks.chunks(4) {
+            assert!(session.iter().all(|t| room(t) == room(&session[0])));
+        }
+        assert_ne!(room(&tasks[0]), room(&tasks[4]));
+        let ids: std::collections::HashSet<_> = tasks.iter().map(|t| &t.id).collect();
+        assert_eq!(ids.len(), 12);
+        assert_eq!(tasks, generate(&catalog, &cfg, 12).unwrap());
     }
 
     #[test]

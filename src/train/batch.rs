@@ -179,7 +179,11 @@ pub fn to_tensors<B: Backend>(
     share_prefix: bool,
     device: &B::Device,
 ) -> Result<BatchTensors<B>> {
-    let p = if share_prefix { shared_prefix(views) } else { 0 };
+    let p = if share_prefix {
+        shared_prefix(views)
+    } else {
+        0
+    };
     let t = views.iter().map(|v| v.len()).max().unwrap_or(0) - p;
     anyhow::ensure!(t >= 2, "a batch needs sequences of at least 2 tokens");
     let b = views.len();
