@@ -1,9 +1,9 @@
 //! Decoding state: a KV cache for attention layers and the conv + recurrent state for Gated
 //! DeltaNet layers. One [`LayerCache`] per decoder layer; `seq_len` counts tokens already seen.
 //!
-//! Sequences of different lengths decode together by [`Cache::stack`]ing their caches into one
-//! batch (keys right-padded to the longest row, recurrent states concatenated along the batch),
-//! running one forward, and [`Cache::unstack`]ing the result.
+//! Sequences of different lengths decode (or prefill) together by [`Cache::stack`]ing their caches
+//! into one batch (keys right-padded to the longest row, recurrent states concatenated along the
+//! batch), running one forward, and [`Cache::unstack`]ing the result.
 
 use anyhow::{bail, Result};
 use burn::prelude::*;
@@ -73,16 +73,14 @@ impl<B: Backend> Cache<B> {
 
     /// One batch from single-sequence caches of possibly different lengths: keys/values are
     /// right-padded with zeros to the longest (the attention mask hides the padding, see
-    /// `row_lens`), DeltaNet states are concatenated. Every cache must be non-empty.
+    /// `row_lens`), DeltaNet states are concatenated. Empty caches (fresh sequences) may take part:
+    /// their rows are all padding and zero states, which is what a fresh sequence starts from.
     pub fn stack(caches: &[Cache<B>]) -> Result<Self> {
         let Some(first) = caches.first() else {
             bail!("no caches to stack")
         };
-        if let Some(i) = caches
-            .iter()
-            .position(|c| c.seq_len == 0 || c.row_lens.is_some())
-        {
-            bail!("cache {i} is empty or already a batch; prefill each sequence first");
+        if let Some(i) = caches.iter().position(|c| c.row_lens.is_some()) {
+            bail!("cache {i} is already a batch");
         }
         let lens: Vec<usize> = caches.iter().map(|c| c.seq_len).collect();
         let longest = *lens.iter().max().unwrap_or(&0);
@@ -119,7 +117,10 @@ impl<B: Backend> Cache<B> {
     /// A batch of `rows` copies of this single-sequence cache, to continue several sequences from one
     /// shared prefix (in training, the gradients of every row flow back into the one prefix pass).
     pub fn repeat_rows(&self, rows: usize) -> Self {
-        fn rep<B: Backend, const D: usize>(t: &Option<Tensor<B, D>>, rows: usize) -> Option<Tensor<B, D>> {
+        fn rep<B: Backend, const D: usize>(
+            t: &Option<Tensor<B, D>>,
+            rows: usize,
+        ) -> Option<Tensor<B, D>> {
             t.as_ref().map(|t| t.clone().repeat_dim(0, rows))
         }
         Self {
@@ -142,27 +143,35 @@ impl<B: Backend> Cache<B> {
         }
     }
 
-    /// Splits a stacked batch that has since taken `new` more tokens per row back into
-    /// single-sequence caches, dropping each row's padding.
-    pub fn unstack(self, new: usize) -> Vec<Cache<B>> {
-        // The forward already advanced every length by `new`.
-        let lens: Vec<usize> = self.positions().iter().map(|l| l - new).collect();
+    /// Splits a stacked batch that has since taken `added[r]` more tokens in row r (right-padded to
+    /// the longest, and its `row_lens` advanced by `added`) back into single-sequence caches,
+    /// dropping each row's padding: row r keeps its real cached keys and its first `added[r]` new
+    /// ones.
+    pub fn unstack(self, added: &[usize]) -> Vec<Cache<B>> {
+        let new = added.iter().copied().max().unwrap_or(0);
+        let lens: Vec<usize> = self
+            .positions()
+            .iter()
+            .zip(added)
+            .map(|(l, a)| l - a)
+            .collect();
         let padded = self.seq_len - new;
         let mut out: Vec<Cache<B>> = lens
             .iter()
-            .map(|&len| Cache {
+            .zip(added)
+            .map(|(&len, &add)| Cache {
                 layers: Vec::with_capacity(self.layers.len()),
-                seq_len: len + new,
+                seq_len: len + add,
                 row_lens: None,
             })
             .collect();
         let row = |t: &Tensor<B, 4>, r: usize| t.clone().narrow(0, r, 1);
         for layer in self.layers {
-            for (r, (c, &len)) in out.iter_mut().zip(&lens).enumerate() {
-                // Keep the row's `len` real cached keys and the `new` ones after the padding.
+            for (r, ((c, &len), &add)) in out.iter_mut().zip(&lens).zip(added).enumerate() {
+                // Keep the row's `len` real cached keys and the `add` real ones after the padding.
                 let keep = |t: &Tensor<B, 4>| {
                     let t = row(t, r);
-                    let fresh = t.clone().narrow(2, padded, new);
+                    let fresh = t.clone().narrow(2, padded, add);
                     if len == 0 {
                         fresh
                     } else {
@@ -189,11 +198,18 @@ impl<B: Backend> Cache<B> {
     }
 }
 
-/// Concatenates one optional per-row tensor along the batch; `None` when the rows have none.
+/// Concatenates one optional per-row tensor along the batch; rows without one (fresh sequences)
+/// get zeros shaped like the others'. `None` when no row has one.
 fn cat_rows<B: Backend, const D: usize>(
     rows: &[&LayerCache<B>],
     get: impl Fn(&LayerCache<B>) -> Option<Tensor<B, D>>,
 ) -> Option<Tensor<B, D>> {
-    let parts: Option<Vec<_>> = rows.iter().map(|r| get(r)).collect();
-    parts.map(|p| Tensor::cat(p, 0))
+    let parts: Vec<Option<Tensor<B, D>>> = rows.iter().map(|r| get(r)).collect();
+    let like = parts.iter().flatten().next()?;
+    let (shape, device) = (like.shape(), like.device());
+    let parts = parts
+        .into_iter()
+        .map(|p| p.unwrap_or_else(|| Tensor::zeros(shape.clone(), &device)))
+        .collect();
+    Some(Tensor::cat(parts, 0))
 }

@@ -27,17 +27,20 @@ pub struct DecoderLayer<B: Backend> {
 }
 
 impl<B: Backend> DecoderLayer<B> {
-    /// Returns the new hidden states and the router logits of a sparse FFN.
+    /// Returns the new hidden states and the router logits of a sparse FFN. `lens`: real tokens
+    /// per row of a right-padded batch (see [`GatedDeltaNet::forward`]; causal attention needs
+    /// nothing, its cache drops the padding on [`super::cache::Cache::unstack`]).
     pub fn forward(
         &self,
         x: Tensor<B, 3>,
         rope: &RopeTables<B>,
         cache: Option<&mut LayerCache<B>>,
+        lens: Option<&[usize]>,
     ) -> (Tensor<B, 3>, Option<Tensor<B, 2>>) {
         let h = self.input_layernorm.forward(x.clone());
         let h = match &self.mixer {
             Mixer::Attention(a) => a.forward(h, rope, cache.map(|c| &mut c.kv)),
-            Mixer::DeltaNet(d) => d.forward(h, cache.map(|c| &mut c.deltanet)),
+            Mixer::DeltaNet(d) => d.forward(h, cache.map(|c| &mut c.deltanet), lens),
         };
         let x = x + h;
         let (f, router_logits) = self

@@ -150,7 +150,18 @@ impl<B: Backend> GatedDeltaNet<B> {
     }
 
     /// `x: [B, T, H]`. With a state, continues from it and updates it.
-    pub fn forward(&self, x: Tensor<B, 3>, state: Option<&mut DeltaNetState<B>>) -> Tensor<B, 3> {
+    ///
+    /// `lens[r]`, when given, is the number of real tokens in row r (a right-padded batch of
+    /// prompts of different lengths): the padding must not reach the state, so it gets beta = 0
+    /// and g = 0 (the rule then leaves the recurrent state as the last real token left it, the way
+    /// [`chunked_rule`] pads internally) and each row's conv history ends at its last real token.
+    /// Outputs at padded positions are meaningless.
+    pub fn forward(
+        &self,
+        x: Tensor<B, 3>,
+        state: Option<&mut DeltaNetState<B>>,
+        lens: Option<&[usize]>,
+    ) -> Tensor<B, 3> {
         let [b, t, _] = x.dims();
         let device = x.device();
         let (hk, hv, dk, dv) = (
@@ -168,6 +179,13 @@ impl<B: Backend> GatedDeltaNet<B> {
         let a = self.in_proj_a.forward(x);
         let g = self.a_log.val().exp().neg().unsqueeze::<3>()
             * softplus(a + self.dt_bias.val().unsqueeze::<3>());
+        let (beta, g) = match lens {
+            Some(lens) => {
+                let real = real_positions::<B>(lens, t, &device);
+                (beta * real.clone(), g * real)
+            }
+            None => (beta, g),
+        };
 
         // Causal depthwise conv: y[t] = sum_j w[:, j] * x[t - (K-1) + j], zero (or cached) history.
         let mut state = state;
@@ -183,7 +201,17 @@ impl<B: Backend> GatedDeltaNet<B> {
         };
         if let Some(s) = state.as_mut() {
             if history > 0 {
-                s.conv = Some(xcat.clone().narrow(1, t, history));
+                // The inputs before each row's next token: `xcat[len .. len + K-1]`.
+                s.conv = Some(match lens {
+                    Some(lens) => Tensor::cat(
+                        lens.iter()
+                            .enumerate()
+                            .map(|(r, &len)| xcat.clone().narrow(0, r, 1).narrow(1, len, history))
+                            .collect(),
+                        0,
+                    ),
+                    None => xcat.clone().narrow(1, t, history),
+                });
             }
         }
         let w = self.conv1d.val().reshape([conv_dim, kernel]);
@@ -224,6 +252,15 @@ impl<B: Backend> GatedDeltaNet<B> {
         let o = self.norm.forward(o.swap_dims(1, 2), z); // [B, T, Hv, dv]
         self.out_proj.forward(o.reshape([b, t, hv * dv]))
     }
+}
+
+/// `[B, T, 1]`: 1 at the first `lens[r]` positions of row r, 0 on its padding.
+fn real_positions<B: Backend>(lens: &[usize], t: usize, device: &B::Device) -> Tensor<B, 3> {
+    let data: Vec<f32> = lens
+        .iter()
+        .flat_map(|&len| (0..t).map(move |i| if i < len { 1.0 } else { 0.0 }))
+        .collect();
+    Tensor::from_data(TensorData::new(data, [lens.len(), t, 1]), device)
 }
 
 /// The delta rule one token at a time. `q, k: [B, Hv, T, dk]`, `v: [B, Hv, T, dv]`,

@@ -1,5 +1,5 @@
-//! Generation: prefill one prompt, decode one token for many sequences at once, and the sampling
-//! loop on top. The server's continuous batching drives [`CausalLm::prefill`] and
+//! Generation: prefill prompts and decode one token for many sequences at once, and the sampling
+//! loop on top. The server's continuous batching drives [`CausalLm::extend_batch`] and
 //! [`CausalLm::decode_step`] itself; [`generate`] is the same loop for a fixed set of prompts,
 //! and [`TextGenerator`] adds the tokenizer, chat template and text stop strings.
 
@@ -9,6 +9,7 @@ use super::{ids_tensor, Cache, CausalLm};
 use crate::chat::{ChatTemplate, RenderInput};
 use anyhow::{anyhow, bail, Context, Result};
 use burn::prelude::*;
+use burn::tensor::TensorData;
 use serde_json::Value as Json;
 use std::path::Path;
 use tokenizers::Tokenizer;
@@ -77,32 +78,24 @@ impl<B: Backend> CausalLm<B> {
     /// Runs `prompt` through the model, continuing `cache`, and returns the logits at its last
     /// position (the distribution of the first new token).
     pub fn prefill(&self, prompt: &[u32], cache: &mut Cache<B>) -> Result<Vec<f32>> {
-        let hidden = self.advance_hidden(prompt, cache)?;
-        let t = hidden.dims()[1];
-        let logits = self.lm_logits(hidden.narrow(1, t - 1, 1));
-        let v = logits.dims()[2];
-        let last = rows_to_host(logits.reshape([1, v]))?;
-        Ok(last.into_iter().next().unwrap_or_default())
+        let mut rows = self.extend_batch(&[prompt], std::slice::from_mut(cache))?;
+        Ok(rows.pop().unwrap_or_default())
     }
 
     /// Feeds `tokens` into `cache` without computing logits (a prefill in pieces).
     pub fn advance(&self, tokens: &[u32], cache: &mut Cache<B>) -> Result<()> {
-        self.advance_hidden(tokens, cache).map(|_| ())
-    }
-
-    fn advance_hidden(&self, tokens: &[u32], cache: &mut Cache<B>) -> Result<Tensor<B, 3>> {
         if tokens.is_empty() {
             bail!("empty prompt: give at least one token");
         }
         self.check_tokens(tokens, cache.seq_len, 0)?;
         let ids = ids_tensor(&[tokens.to_vec()], &self.device())?;
-        Ok(self.hidden_states(ids, Some(cache)).0)
+        self.hidden_states(ids, Some(cache));
+        Ok(())
     }
 
     /// One new token for each of N independent sequences, as one batched forward: row r feeds
-    /// `tokens[r]` at position `caches[r].seq_len` and updates `caches[r]`. The caches may have
-    /// different lengths (attention masks each row's padding; DeltaNet states batch directly).
-    /// Returns each row's logits.
+    /// `tokens[r]` at position `caches[r].seq_len` and updates `caches[r]`. Returns each row's
+    /// logits. The one-token case of [`Self::extend_batch`].
     pub fn decode_step(&self, tokens: &[u32], caches: &mut [Cache<B>]) -> Result<Vec<Vec<f32>>> {
         if tokens.len() != caches.len() {
             bail!(
@@ -111,29 +104,75 @@ impl<B: Backend> CausalLm<B> {
                 caches.len()
             );
         }
-        if tokens.is_empty() {
-            return Ok(Vec::new());
+        let tails: Vec<&[u32]> = tokens.iter().map(std::slice::from_ref).collect();
+        self.extend_batch(&tails, caches)
+    }
+
+    /// Feeds `tails[r]` to sequence r, continuing `caches[r]` (empty for a fresh prompt), for all
+    /// rows in one batched forward, and returns the logits at each row's last new position. The
+    /// caches may have different lengths (attention masks each row's key padding) and the tails too
+    /// (right-padded with token 0 to the longest: causal attention keeps the padding from real
+    /// positions, and DeltaNet keeps it out of its states, see [`GatedDeltaNet::forward`]).
+    ///
+    /// [`GatedDeltaNet::forward`]: super::gated_deltanet::GatedDeltaNet::forward
+    pub fn extend_batch(&self, tails: &[&[u32]], caches: &mut [Cache<B>]) -> Result<Vec<Vec<f32>>> {
+        if tails.len() != caches.len() {
+            bail!(
+                "extend_batch got {} token rows for {} caches; give one row per sequence",
+                tails.len(),
+                caches.len()
+            );
         }
-        for (r, (&tok, cache)) in tokens.iter().zip(caches.iter()).enumerate() {
-            self.check_tokens(&[tok], cache.seq_len, 0)
+        for (r, (tail, cache)) in tails.iter().zip(caches.iter()).enumerate() {
+            if tail.is_empty() {
+                bail!("sequence {r}: no new tokens; give at least one");
+            }
+            self.check_tokens(tail, cache.seq_len, 0)
                 .with_context(|| format!("sequence {r}"))?;
         }
-        let ids = ids_tensor(
-            &tokens.iter().map(|&t| vec![t]).collect::<Vec<_>>(),
-            &self.device(),
-        )?;
-        let logits = if let [cache] = caches {
+        let lens: Vec<usize> = tails.iter().map(|t| t.len()).collect();
+        let Some(&longest) = lens.iter().max() else {
+            return Ok(Vec::new());
+        };
+        let rows: Vec<Vec<u32>> = tails
+            .iter()
+            .map(|t| {
+                let mut row = t.to_vec();
+                row.resize(longest, 0);
+                row
+            })
+            .collect();
+        let ids = ids_tensor(&rows, &self.device())?;
+        let hidden = if let [cache] = caches {
             // A single sequence needs no padding.
-            self.forward_cached(ids, cache).logits
+            self.hidden_states(ids, Some(cache)).0
         } else {
             let mut batch = Cache::stack(caches)?;
-            let logits = self.forward_cached(ids, &mut batch).logits;
-            for (slot, c) in caches.iter_mut().zip(batch.unstack(1)) {
+            // Equal lengths (a decode step) have no padding to keep out of the states.
+            let ragged = lens.iter().any(|&l| l < longest);
+            let hidden = self
+                .hidden_states_padded(ids, Some(&mut batch), ragged.then_some(&lens[..]))
+                .0;
+            for (slot, c) in caches.iter_mut().zip(batch.unstack(&lens)) {
                 *slot = c;
             }
-            logits
+            hidden
         };
-        let [n, _, v] = logits.dims();
+        // The LM head on each row's last real position only.
+        let [n, t, h] = hidden.dims();
+        let last: Vec<i64> = lens
+            .iter()
+            .enumerate()
+            .map(|(r, &len)| (r * t + len - 1) as i64)
+            .collect();
+        let last = Tensor::from_data(TensorData::new(last, [n]), &hidden.device());
+        let logits = self.lm_logits(
+            hidden
+                .reshape([n * t, h])
+                .select(0, last)
+                .reshape([n, 1, h]),
+        );
+        let v = logits.dims()[2];
         rows_to_host(logits.reshape([n, v]))
     }
 }

@@ -186,7 +186,19 @@ impl<B: Backend> CausalLm<B> {
     pub fn hidden_states(
         &self,
         ids: Tensor<B, 2, Int>,
+        cache: Option<&mut Cache<B>>,
+    ) -> (Tensor<B, 3>, Vec<Tensor<B, 2>>) {
+        self.hidden_states_padded(ids, cache, None)
+    }
+
+    /// [`Self::hidden_states`] of a right-padded batch: row r of `ids` holds `lens[r]` real tokens
+    /// (`None`: all of them). The padding leaves the cache's recurrent states alone, and each row's
+    /// length (`row_lens`) advances by its real tokens only.
+    fn hidden_states_padded(
+        &self,
+        ids: Tensor<B, 2, Int>,
         mut cache: Option<&mut Cache<B>>,
+        lens: Option<&[usize]>,
     ) -> (Tensor<B, 3>, Vec<Tensor<B, 2>>) {
         let t = ids.dims()[1];
         let device = ids.device();
@@ -195,14 +207,16 @@ impl<B: Backend> CausalLm<B> {
         let mut x = self.embed_tokens.forward(ids);
         let mut router_logits = Vec::new();
         for (i, layer) in self.layers.iter().enumerate() {
-            let (y, r) = layer.forward(x, &rope, cache.as_mut().map(|c| &mut c.layers[i]));
+            let (y, r) = layer.forward(x, &rope, cache.as_mut().map(|c| &mut c.layers[i]), lens);
             x = y;
             router_logits.extend(r);
         }
         if let Some(c) = cache {
             c.seq_len += t;
-            if let Some(lens) = &mut c.row_lens {
-                lens.iter_mut().for_each(|l| *l += t);
+            if let Some(rows) = &mut c.row_lens {
+                for (r, l) in rows.iter_mut().enumerate() {
+                    *l += lens.map_or(t, |lens| lens[r]);
+                }
             }
         }
         (self.norm.forward(x), router_logits)

@@ -38,7 +38,8 @@ impl<B: Backend> Mtp<B> {
         let e = self.pre_fc_norm_embedding.forward(embeds);
         let h = self.pre_fc_norm_hidden.forward(hidden);
         let u = self.fc.forward(Tensor::cat(vec![e, h], 2));
-        let (u, router_logits) = self.layers[step % self.layers.len()].forward(u, rope, cache);
+        let (u, router_logits) =
+            self.layers[step % self.layers.len()].forward(u, rope, cache, None);
         (self.norm.forward(u), router_logits)
     }
 

@@ -1,9 +1,9 @@
 //! The continuous-batching engine: one thread owns the model; requests wait in a bounded queue; each
-//! iteration admits waiting requests (prefill, up to the batch limit), then runs one batched decode step
-//! over every active sequence, samples each sequence's next token, streams its text over the request's
+//! iteration admits waiting requests (up to the batch limit, prefilled together), then runs one batched
+//! decode step over every active sequence, samples each sequence's next token, streams its text over the request's
 //! channel, and retires finished sequences at once so their slots refill on the next iteration.
 //!
-//! The engine is generic over [`StepModel`] (prefill one prompt, decode one token for many sequences), so
+//! The engine is generic over [`StepModel`] (prefill prompts, decode one token for many sequences), so
 //! it runs the same on any burn backend; `serve::model` implements it for [`crate::model::CausalLm`].
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -25,8 +25,10 @@ pub trait StepModel: Send + 'static {
     /// Per-sequence decoding state (the KV / recurrent cache).
     type State: Send;
     fn vocab_size(&self) -> usize;
-    /// Runs the prompt (possibly continuing a cached prefix).
-    fn prefill(&mut self, prompt: &[u32]) -> Result<Prefilled<Self::State>>;
+    /// Runs the prompts (each possibly continuing a cached prefix), batched where it can: the
+    /// requests admitted in one iteration arrive together. One result per prompt, so that a bad
+    /// prompt fails alone.
+    fn prefill_batch(&mut self, prompts: &[&[u32]]) -> Vec<Result<Prefilled<Self::State>>>;
     /// Feeds `tokens[i]` to sequence `i`, all in one batched forward; returns each one's logits.
     fn decode(&self, tokens: &[u32], states: &mut [Self::State]) -> Result<Vec<Vec<f32>>>;
 }
@@ -177,20 +179,22 @@ impl<M: StepModel> Engine<M> {
     fn run(mut self, rx: Receiver<GenRequest>) {
         let mut open = true;
         while open || !self.active.is_empty() {
+            let mut admitted = Vec::new();
             // Idle: block until work arrives (or every handle is gone).
             if self.active.is_empty() {
                 match rx.recv() {
-                    Ok(req) => self.admit(req),
+                    Ok(req) => admitted.extend(self.screen(req)),
                     Err(_) => break,
                 }
             }
-            while open && self.active.len() < self.config.max_batch {
+            while open && self.active.len() + admitted.len() < self.config.max_batch {
                 match rx.try_recv() {
-                    Ok(req) => self.admit(req),
+                    Ok(req) => admitted.extend(self.screen(req)),
                     Err(mpsc::TryRecvError::Empty) => break,
                     Err(mpsc::TryRecvError::Disconnected) => open = false,
                 }
             }
+            self.admit(admitted);
             self.retire();
             if !self.active.is_empty() {
                 self.step();
@@ -199,11 +203,12 @@ impl<M: StepModel> Engine<M> {
         }
     }
 
-    /// Prefill a new request and emit its first token.
-    fn admit(&mut self, req: GenRequest) {
+    /// Takes a request off the queue: `None` when its client gave up while queued or its prompt
+    /// cannot fit (the client is told).
+    fn screen(&self, req: GenRequest) -> Option<GenRequest> {
         self.metrics.queue_depth.fetch_sub(1, Relaxed);
         if req.events.is_closed() {
-            return; // the client gave up while queued
+            return None;
         }
         let prompt_len = req.prompt.len();
         if prompt_len == 0 || prompt_len >= self.config.max_context {
@@ -211,38 +216,50 @@ impl<M: StepModel> Engine<M> {
                 "the prompt has {prompt_len} tokens; this server's context is {} tokens",
                 self.config.max_context
             )));
+            return None;
+        }
+        Some(req)
+    }
+
+    /// Prefills the new requests together and emits each one's first token.
+    fn admit(&mut self, reqs: Vec<GenRequest>) {
+        if reqs.is_empty() {
             return;
         }
-        let Prefilled {
-            state,
-            logits,
-            cached_tokens,
-        } = match self.model.prefill(&req.prompt) {
-            Ok(x) => x,
-            Err(e) => {
-                let _ = req
-                    .events
-                    .send(Event::Error(format!("prefill failed: {e:#}")));
-                return;
-            }
-        };
-        self.metrics
-            .prompt_tokens
-            .fetch_add(prompt_len as u64, Relaxed);
-        self.metrics
-            .cached_prompt_tokens
-            .fetch_add(cached_tokens as u64, Relaxed);
-        let mut seq = Active {
-            sampler: Sampler::new(&req.params),
-            detok: Detokenizer::new(req.params.stop.clone()),
-            req,
-            last: 0,
-            generated: 0,
-            finished: None,
-        };
-        self.emit(&mut seq, &logits);
-        self.active.push(seq);
-        self.states.push(state);
+        let prompts: Vec<&[u32]> = reqs.iter().map(|r| r.prompt.as_slice()).collect();
+        let results = self.model.prefill_batch(&prompts);
+        for (req, result) in reqs.into_iter().zip(results) {
+            let Prefilled {
+                state,
+                logits,
+                cached_tokens,
+            } = match result {
+                Ok(x) => x,
+                Err(e) => {
+                    let _ = req
+                        .events
+                        .send(Event::Error(format!("prefill failed: {e:#}")));
+                    continue;
+                }
+            };
+            self.metrics
+                .prompt_tokens
+                .fetch_add(req.prompt.len() as u64, Relaxed);
+            self.metrics
+                .cached_prompt_tokens
+                .fetch_add(cached_tokens as u64, Relaxed);
+            let mut seq = Active {
+                sampler: Sampler::new(&req.params),
+                detok: Detokenizer::new(req.params.stop.clone()),
+                req,
+                last: 0,
+                generated: 0,
+                finished: None,
+            };
+            self.emit(&mut seq, &logits);
+            self.active.push(seq);
+            self.states.push(state);
+        }
     }
 
     /// One batched decode step over all unfinished sequences.
