@@ -53,22 +53,23 @@ run: build
 # harness and train-pool variants, train the tokenizer on them, train for at most DISTILL_MINUTES, then play
 # held-out dev tasks with the model (LocalPolicy) under the original harness and score them with the judge.
 DISTILL := $(OUT)/distill
-DISTILL_TASKS ?= 600
+DISTILL_TASKS ?= 1200
 DISTILL_VARIANTS ?= 4
 DISTILL_MINUTES ?= 15
-DISTILL_STEPS ?= 240
+DISTILL_STEPS ?= 100
 DISTILL_EVAL_TASKS ?= 40
 # Viewers asking in one live-room state: their records share the system prompt and tools, which training
 # computes once per micro-batch.
-DISTILL_VIEWERS_PER_ROOM ?= 8
+DISTILL_VIEWERS_PER_ROOM ?= 16
 TD := $(BIN)/teacher-distill
 # One training recipe for the embedded default and both arms of `make compare`.
 TRAIN_ARGS = --dev-records $(DISTILL)/teacher.dev.jsonl --model-init tiny --tokenizer $(DISTILL)/tokenizer \
 	--max-steps $(DISTILL_STEPS) --learning-rate $(DISTILL_LR) --batch-tokens $(DISTILL_BATCH_TOKENS) \
 	--gradient-accumulation-steps $(DISTILL_ACCUM) --eval-steps 100 --save-steps 100 --seed $(SEED)
 DISTILL_LR ?= 3e-3
-# One record (~2.7k tokens) per micro-batch, two micro-batches per step: they train on both cores at once.
-DISTILL_BATCH_TOKENS ?= 4096
+# A micro-batch holds about one room's records (their ~2.4k-token system prompt and tools once, then ~0.4k
+# tokens each); two micro-batches per step train on both cores at once.
+DISTILL_BATCH_TOKENS ?= 8192
 DISTILL_ACCUM ?= 2
 distill: build
 	@mkdir -p $(DISTILL)

@@ -26,7 +26,12 @@ type Inner = NdArray<f32>;
 
 /// A record with a tool call, its result and a final reply.
 fn record(id: &str, question: &str, reply: &str) -> Trajectory {
-    record_with_system(id, "You are the host of a live shopping stream.", question, reply)
+    record_with_system(
+        id,
+        "You are the host of a live shopping stream.",
+        question,
+        reply,
+    )
 }
 
 fn record_with_system(id: &str, system: &str, question: &str, reply: &str) -> Trajectory {
@@ -407,8 +412,13 @@ fn harness_views(b: &ViewBuilder, system: &str, n: usize) -> Vec<TrainingView> {
     (0..n)
         .map(|i| {
             let q = format!("Is p{i} in stock?{}", " Yes?".repeat(i));
-            b.build(&record_with_system(&format!("{system:.8}{i}"), system, &q, &format!("Yes, {i} left.")))
-                .unwrap()
+            b.build(&record_with_system(
+                &format!("{system:.8}{i}"),
+                system,
+                &q,
+                &format!("Yes, {i} left."),
+            ))
+            .unwrap()
         })
         .collect()
 }
@@ -419,7 +429,11 @@ fn harness_views(b: &ViewBuilder, system: &str, n: usize) -> Vec<TrainingView> {
 fn a_shared_prefix_run_once_gives_the_loss_and_gradients_of_whole_rows() {
     let dir = tokenizer_dir();
     let b = ViewBuilder::from_dir(dir.path()).unwrap();
-    let vs = harness_views(&b, &"You are the host of a live shopping stream. ".repeat(30), 3);
+    let vs = harness_views(
+        &b,
+        &"You are the host of a live shopping stream. ".repeat(30),
+        3,
+    );
     let rows: Vec<&TrainingView> = vs.iter().collect();
     let p = shared_prefix(&rows);
     assert!(p >= 128 && p % 64 == 0, "shared prefix {p}");
@@ -458,7 +472,11 @@ fn a_shared_prefix_run_once_gives_the_loss_and_gradients_of_whole_rows() {
 fn shared_prefix_batches_group_records_of_one_harness_within_the_budget() {
     let dir = tokenizer_dir();
     let b = ViewBuilder::from_dir(dir.path()).unwrap();
-    let mut vs = harness_views(&b, &"You are the host of a live shopping stream. ".repeat(30), 5);
+    let mut vs = harness_views(
+        &b,
+        &"You are the host of a live shopping stream. ".repeat(30),
+        5,
+    );
     vs.extend(harness_views(&b, &"Stock of a product. ".repeat(40), 5));
     let budget = vs[0].len() * 2;
     let batches = bucket_shared(&vs, budget);
@@ -467,10 +485,18 @@ fn shared_prefix_batches_group_records_of_one_harness_within_the_budget() {
     assert_eq!(seen, (0..10).collect::<Vec<_>>());
     assert!(batches.iter().any(|r| r.len() >= 3), "{batches:?}");
     for rows in &batches {
-        assert!(rows.iter().all(|&i| i < 5) || rows.iter().all(|&i| i >= 5), "{batches:?}");
+        assert!(
+            rows.iter().all(|&i| i < 5) || rows.iter().all(|&i| i >= 5),
+            "{batches:?}"
+        );
         let refs: Vec<&TrainingView> = rows.iter().map(|&i| &vs[i]).collect();
-        let cost = to_tensors::<Inner>(&refs, 0, true, &Default::default()).unwrap().computed;
-        assert!(rows.len() == 1 || cost <= budget, "{rows:?} costs {cost} > {budget}");
+        let cost = to_tensors::<Inner>(&refs, 0, true, &Default::default())
+            .unwrap()
+            .computed;
+        assert!(
+            rows.len() == 1 || cost <= budget,
+            "{rows:?} costs {cost} > {budget}"
+        );
     }
 }
 

@@ -297,3 +297,32 @@ pub fn collect(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::catalog::{Catalog, Split};
+    use crate::sim::tasks::{generate, TaskConfig};
+
+    #[test]
+    fn viewers_of_one_room_play_under_one_setting() {
+        let catalog = Catalog::generate(1, 60);
+        let mut cfg = TaskConfig::new(Split::Train, 3);
+        cfg.viewers_per_room = 8;
+        let tasks = generate(&catalog, &cfg, 96).unwrap();
+        let setting = |t: &Trajectory| assign(&setting_key(t), 5, 0.5, 5);
+        for session in tasks.chunks(8) {
+            for t in session {
+                if t.task.as_ref().unwrap().room == session[0].task.as_ref().unwrap().room {
+                    assert_eq!(setting(t), setting(&session[0]), "{}", t.id);
+                }
+            }
+        }
+        let used: std::collections::BTreeSet<usize> = tasks.iter().map(setting).collect();
+        assert!(used.len() >= 3, "rooms spread over the settings: {used:?}");
+        // Without a room, the task id decides.
+        let mut bare = tasks[0].clone();
+        bare.task = None;
+        assert_eq!(setting_key(&bare), bare.id);
+    }
+}

@@ -400,8 +400,12 @@ pub fn train<B: AutodiffBackend>(
             tokens as f64 / secs.max(1e-9)
         ));
         let last = state.step == cfg.max_steps;
+        // A run that ends on its time budget reports the dev loss of the checkpoint it leaves.
+        let out_of_time = cfg
+            .max_seconds
+            .is_some_and(|s| started.elapsed().as_secs_f64() >= s);
         if !data.dev.is_empty()
-            && (last || (cfg.eval_steps > 0 && state.step % cfg.eval_steps == 0))
+            && (last || out_of_time || (cfg.eval_steps > 0 && state.step % cfg.eval_steps == 0))
         {
             dev = dev_loss(
                 &model.valid(),
