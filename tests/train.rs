@@ -322,6 +322,16 @@ fn clipping_scales_to_the_global_norm_and_accumulation_sums() {
     assert!((n - 1.0).abs() < 1e-5 && (buf.norm() - 1.0).abs() < 1e-5);
 }
 
+/// Every parameter's gradient agrees within 1e-5.
+fn assert_same_gradients(a: &GradBuffer<Inner>, c: &GradBuffer<Inner>) {
+    for (x, y) in a.grads.iter().zip(&c.grads) {
+        if let (Some(x), Some(y)) = (x, y) {
+            let diff = (x.clone() - y.clone()).abs().max().into_scalar();
+            assert!(diff < 1e-5, "max gradient difference {diff}");
+        }
+    }
+}
+
 fn tiny_model(vocab: usize, seed: u64) -> CausalLm<B> {
     let mut cfg = presets::preset("tiny", Some(vocab)).unwrap();
     cfg.router_aux_loss_coef = 0.0;
@@ -367,12 +377,7 @@ fn two_accumulated_half_batches_give_the_full_batch_gradient() {
     let (n1, n2) = (one.norm(), two.norm());
     assert!(n1 > 0.0);
     assert!((n1 - n2).abs() / n1 < 1e-4, "{n1} vs {n2}");
-    for (a, c) in one.grads.iter().zip(&two.grads) {
-        if let (Some(a), Some(c)) = (a, c) {
-            let diff = (a.clone() - c.clone()).abs().max().into_scalar();
-            assert!(diff < 1e-5, "max gradient difference {diff}");
-        }
-    }
+    assert_same_gradients(&one, &two);
 }
 
 /// The LM head at the trained positions only gives the loss (and gradient) of the LM head over every
@@ -458,12 +463,7 @@ fn a_shared_prefix_run_once_gives_the_loss_and_gradients_of_whole_rows() {
     gs.accumulate::<B, _>(&model, &ls.backward());
     let (nw, ns) = (gw.norm(), gs.norm());
     assert!(nw > 0.0 && (nw - ns).abs() / nw < 1e-4, "{nw} vs {ns}");
-    for (x, y) in gw.grads.iter().zip(&gs.grads) {
-        if let (Some(x), Some(y)) = (x, y) {
-            let diff = (x.clone() - y.clone()).abs().max().into_scalar();
-            assert!(diff < 1e-5, "max gradient difference {diff}");
-        }
-    }
+    assert_same_gradients(&gw, &gs);
 }
 
 /// Shared-prefix batches keep records of different harnesses apart and stay within the budget, each

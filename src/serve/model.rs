@@ -11,6 +11,7 @@ use burn::prelude::Backend;
 use super::engine::{Prefilled, StepModel};
 use super::prefix_cache::PrefixCache;
 use crate::model::{Cache, CausalLm};
+use crate::train::batch::bucket;
 
 /// Tokens per prefix-cache block: a multiple of the DeltaNet chunk (64), so a prompt prefilled in
 /// blocks goes through the same chunks as in one piece.
@@ -93,19 +94,6 @@ impl<B: Backend> BurnModel<B> {
     }
 }
 
-/// Splits items sorted by (tail) length into consecutive groups of at most `budget` padded tokens
-/// (rows × the longest, which is the last); an item longer than the budget forms a group alone.
-fn budget_groups<T>(sorted: Vec<T>, len: impl Fn(&T) -> usize, budget: usize) -> Vec<Vec<T>> {
-    let mut groups: Vec<Vec<T>> = Vec::new();
-    for x in sorted {
-        match groups.last_mut() {
-            Some(g) if (g.len() + 1) * len(&x) <= budget => g.push(x),
-            _ => groups.push(vec![x]),
-        }
-    }
-    groups
-}
-
 impl<B: Backend> StepModel for BurnModel<B> {
     type State = Cache<B>;
 
@@ -123,10 +111,17 @@ impl<B: Backend> StepModel for BurnModel<B> {
                 Err(e) => results[i] = Some(Err(e)),
             }
         }
-        // Shortest first, so that each group pads little.
-        let tail_len = |(i, s): &(usize, Started<B>)| prompts[*i].len() - s.pos;
-        tails.sort_by_key(tail_len);
-        for group in budget_groups(tails, tail_len, PREFILL_TOKENS) {
+        // Groups of similar tail lengths within the padded-token budget, as training buckets rows.
+        let lens: Vec<usize> = tails
+            .iter()
+            .map(|(i, s)| prompts[*i].len() - s.pos)
+            .collect();
+        let mut tails: Vec<Option<(usize, Started<B>)>> = tails.into_iter().map(Some).collect();
+        for rows in bucket(&lens, PREFILL_TOKENS) {
+            let group: Vec<(usize, Started<B>)> = rows
+                .iter()
+                .map(|&k| tails[k].take().expect("bucket places each tail once"))
+                .collect();
             let rows: Vec<&[u32]> = group.iter().map(|(i, s)| &prompts[*i][s.pos..]).collect();
             let (ids, started): (Vec<usize>, Vec<Started<B>>) = group.into_iter().unzip();
             let cached: Vec<usize> = started.iter().map(|s| s.cached_tokens).collect();
@@ -318,7 +313,7 @@ mod tests {
     #[test]
     fn tail_groups_stay_within_the_token_budget() {
         let lens = [1, 2, 3, 4, 10, 30];
-        let groups = budget_groups(lens.to_vec(), |&l| l, 12);
-        assert_eq!(groups, vec![vec![1, 2, 3], vec![4], vec![10], vec![30]]);
+        let groups = bucket(&lens, 12);
+        assert_eq!(groups, vec![vec![0, 1, 2], vec![3], vec![4], vec![5]]);
     }
 }

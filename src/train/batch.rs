@@ -21,8 +21,9 @@ use super::view::TrainingView;
 use crate::model::gated_deltanet::CHUNK;
 use crate::sim::rng::Rng;
 
-/// Micro-batches as lists of view indices, cut from views sorted by length. A view longer than
-/// `batch_tokens` is a batch of its own.
+/// Micro-batches as lists of indices into `lengths`, cut from the rows sorted by length so that each
+/// batch pads to at most `batch_tokens` (rows × the longest). A row longer than `batch_tokens` is a batch
+/// of its own. (`serve` groups its prefill tails with it too.)
 pub fn bucket(lengths: &[usize], batch_tokens: usize) -> Vec<Vec<usize>> {
     let mut order: Vec<usize> = (0..lengths.len()).collect();
     order.sort_by_key(|&i| (lengths[i], i));
@@ -192,7 +193,7 @@ pub fn to_tensors<B: Backend>(
     let (mut positions, mut targets, mut weights) = (Vec::new(), Vec::new(), Vec::new());
     for (r, v) in views.iter().enumerate() {
         ids.extend(v.tokens[p..].iter().map(|&x| x as i64));
-        ids.extend(std::iter::repeat(pad as i64).take(t + p - v.len()));
+        ids.extend(std::iter::repeat_n(pad as i64, t + p - v.len()));
         for k in 1..t {
             let w = match (v.loss_mask.get(p + k), &v.weights) {
                 (Some(1), Some(w)) => w[p + k],

@@ -338,16 +338,17 @@ pub fn train<B: AutodiffBackend>(
             .expect("static template"),
     );
     let started = Instant::now();
+    let out_of_time = || {
+        cfg.max_seconds
+            .is_some_and(|s| started.elapsed().as_secs_f64() >= s)
+    };
     let session_start_step = state.step;
     let (mut last_loss, mut dev) = (None, None);
     let mut session_tokens = 0u64;
     let mut interrupted = false;
     while state.step < cfg.max_steps {
-        let over_budget = cfg
-            .max_seconds
-            .is_some_and(|s| started.elapsed().as_secs_f64() >= s);
         let stopped = cfg.stop_after.is_some_and(|k| state.step >= k);
-        if stop.load(Ordering::SeqCst) || over_budget || stopped {
+        if stop.load(Ordering::SeqCst) || out_of_time() || stopped {
             interrupted = true;
             break;
         }
@@ -401,11 +402,8 @@ pub fn train<B: AutodiffBackend>(
         ));
         let last = state.step == cfg.max_steps;
         // A run that ends on its time budget reports the dev loss of the checkpoint it leaves.
-        let out_of_time = cfg
-            .max_seconds
-            .is_some_and(|s| started.elapsed().as_secs_f64() >= s);
         if !data.dev.is_empty()
-            && (last || out_of_time || (cfg.eval_steps > 0 && state.step % cfg.eval_steps == 0))
+            && (last || out_of_time() || (cfg.eval_steps > 0 && state.step % cfg.eval_steps == 0))
         {
             dev = dev_loss(
                 &model.valid(),
