@@ -15,7 +15,8 @@ use hat::train::checkpoint;
 use hat::train::data::load_views;
 use hat::train::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
 use hat::train::trainer::{
-    masked_token_loss, micro_batch_loss, train, trained_token_loss, RunDirs, TrainConfig, TrainData,
+    dev_metrics, masked_token_loss, micro_batch_loss, train, trained_token_loss, RunDirs,
+    TrainConfig, TrainData,
 };
 use hat::train::view::{check_tokenizer_fits, SegmentKind, Skip, TrainingView, ViewBuilder};
 use serde_json::json;
@@ -497,6 +498,48 @@ fn shared_prefix_batches_group_records_of_one_harness_within_the_budget() {
             rows.len() == 1 || cost <= budget,
             "{rows:?} costs {cost} > {budget}"
         );
+    }
+}
+
+/// The dev tool-call exact match counts a turn exactly when greedy decoding reproduces it: a record
+/// whose tool call is replaced by the model's own greedy continuation counts, the others do not, whether
+/// the records share a prefix in one micro-batch or run alone.
+#[test]
+fn dev_tool_call_exact_counts_the_turns_greedy_decoding_reproduces() {
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let mut vs = harness_views(
+        &b,
+        &"You are the host of a live shopping stream. ".repeat(30),
+        3,
+    );
+    let model = tiny_model(b.tokenizer().get_vocab_size(true), 17);
+    let d = Default::default();
+    let greedy = &mut vs[1];
+    let call = greedy
+        .segments
+        .iter()
+        .find(|s| s.kind == SegmentKind::ToolCall)
+        .unwrap()
+        .clone();
+    for j in call.start..call.end {
+        if greedy.loss_mask[j] == 1 {
+            let ids: Vec<i64> = greedy.tokens[..j].iter().map(|&t| t as i64).collect();
+            let logits = model
+                .forward(Tensor::<B, 2, Int>::from_data(
+                    TensorData::new(ids, [1, j]),
+                    &d,
+                ))
+                .logits;
+            let last = logits.narrow(1, j - 1, 1).argmax(2);
+            greedy.tokens[j] = last.into_data().convert::<i64>().to_vec::<i64>().unwrap()[0] as u32;
+        }
+    }
+    for budget in [100_000, 1] {
+        let dev = dev_metrics(&model, &vs, 0, budget, &d).unwrap().unwrap();
+        assert!(dev.loss > 0.0);
+        let exact = dev.tool_call_exact.unwrap();
+        assert!((exact - 1.0 / 3.0).abs() < 1e-9, "budget {budget}: {exact}");
     }
 }
 

@@ -15,6 +15,7 @@ use crate::harness::Harness;
 use crate::hsa::{Config as HsaConfig, Pool, Selection, Spec};
 use crate::jsonl::JsonlArgs;
 use crate::judge::verifiable::TokenCounter;
+use crate::model::config::ModelConfig;
 use crate::model::{presets, CausalLm};
 use crate::policy::openai::{ClientArgs, OpenAi};
 use crate::policy::Policy;
@@ -175,7 +176,9 @@ pub struct TrainArgs {
     /// Copy records that yield no training view here (reasons in FILE.reasons.jsonl).
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<PathBuf>,
-    /// A preset name (`tiny`, `tiny-host`, `small`; vocabulary taken from the tokenizer) or an HF model dir.
+    /// Where the weights start: a preset name (`tiny`, `small`), or a Hugging Face `config.json` file (a
+    /// fresh model of that shape), both randomly initialised from --seed with the tokenizer's vocabulary;
+    /// or an HF model directory (its weights).
     #[arg(long, default_value = "tiny")]
     pub model_init: String,
     /// Tokenizer directory (tokenizer.json + tokenizer_config.json with the chat template).
@@ -241,6 +244,30 @@ pub struct TrainArgs {
     pub stop_after: Option<usize>,
 }
 
+/// The model configuration in a `config.json` file, its vocabulary set to the tokenizer's.
+fn config_with_vocab(path: &std::path::Path, vocab: usize) -> Result<ModelConfig> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "--model-init {}: cannot read the config file",
+            path.display()
+        )
+    })?;
+    let mut v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("--model-init {}: not JSON", path.display()))?;
+    let target = match v.get_mut("text_config") {
+        Some(t) => t,
+        None => &mut v,
+    };
+    let obj = target.as_object_mut().with_context(|| {
+        format!(
+            "--model-init {}: expected a JSON object (a Hugging Face config.json)",
+            path.display()
+        )
+    })?;
+    obj.insert("vocab_size".into(), vocab.into());
+    ModelConfig::from_json(&v).with_context(|| format!("--model-init {}", path.display()))
+}
+
 /// Runs `train`; `stop` is set by Ctrl-C.
 pub fn train<B: AutodiffBackend>(
     a: &TrainArgs,
@@ -249,14 +276,17 @@ pub fn train<B: AutodiffBackend>(
 ) -> Result<()> {
     let builder = ViewBuilder::from_dir(&a.tokenizer)?;
     let vocab = builder.tokenizer().get_vocab_size(true);
+    let init = std::path::Path::new(&a.model_init);
     let model: CausalLm<B> = if presets::PRESETS.contains(&a.model_init.as_str()) {
         CausalLm::init(
             &presets::preset(&a.model_init, Some(vocab))?,
             a.seed,
             device,
         )?
+    } else if init.is_file() {
+        CausalLm::init(&config_with_vocab(init, vocab)?, a.seed, device)?
     } else {
-        CausalLm::load(std::path::Path::new(&a.model_init), device)?
+        CausalLm::load(init, device)?
     };
     check_tokenizer_fits(
         builder.tokenizer(),
@@ -325,13 +355,17 @@ pub fn train<B: AutodiffBackend>(
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
     eprintln!(
-        "teacher-distill train: {} steps{} in {:.0} s, {:.0} tokens/s, last loss {:.4}, dev loss {}; checkpoint {}",
+        "teacher-distill train: {} steps{} in {:.0} s, {:.0} tokens/s, last loss {:.4}, dev loss {}, dev tool calls exact {}; checkpoint {}",
         outcome.steps,
         if outcome.interrupted { " (stopped early)" } else { "" },
         outcome.train_seconds,
         outcome.tokens_per_second,
         outcome.last_loss.unwrap_or(f64::NAN),
-        outcome.dev_loss.map_or("-".into(), |d| format!("{d:.4}")),
+        outcome.dev.map_or("-".into(), |d| format!("{:.4}", d.loss)),
+        outcome
+            .dev
+            .and_then(|d| d.tool_call_exact)
+            .map_or("-".into(), |e| format!("{e:.3}")),
         outcome.checkpoint.display()
     );
     Ok(())

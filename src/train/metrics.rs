@@ -1,4 +1,4 @@
-//! Training metrics: one JSON object per line (`{"step", "loss", ...}` per step, `{"step", "dev_loss"}`
+//! Training metrics: one JSON object per line (`{"step", "loss", ...}` per step, `{"step", "dev_loss", "dev_tool_call_exact"}`
 //! per evaluation) and a hand-written SVG plot of the loss curves.
 
 use std::io::Write;
@@ -54,11 +54,17 @@ pub fn series(path: &Path, key: &str) -> Result<Vec<(f64, f64)>> {
         .collect())
 }
 
-/// Writes an SVG with the training loss (blue) and dev loss (orange) against the step.
+/// Writes an SVG with the training loss (blue), the dev loss (orange) and the dev tool-call exact-match
+/// share (green, 0–1 on the same axis) against the step.
 pub fn plot_loss(metrics: &Path, svg: &Path) -> Result<()> {
     let curves = [
         ("train loss", "#1f77b4", series(metrics, "loss")?),
         ("dev loss", "#ff7f0e", series(metrics, "dev_loss")?),
+        (
+            "dev tool calls exact",
+            "#2ca02c",
+            series(metrics, "dev_tool_call_exact")?,
+        ),
     ];
     let points = curves.iter().flat_map(|c| c.2.iter());
     let (mut x1, mut y0, mut y1) = (1.0f64, f64::MAX, f64::MIN);

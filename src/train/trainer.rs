@@ -1,6 +1,6 @@
 //! The SFT training loop over training views: micro-batches from the length-bucketed sampler, masked
 //! cross-entropy (+ router aux loss, + optional MTP loss), gradient accumulation, global-norm clipping,
-//! AdamW with warmup + cosine, periodic dev loss, metrics JSONL + loss plot, atomic checkpoints and an
+//! AdamW with warmup + cosine, periodic dev loss and teacher-forced tool-call accuracy, metrics JSONL + loss plot, atomic checkpoints and an
 //! exact `--resume`.
 //!
 //! Loss normalisation: the masked token losses of all micro-batches of one optimizer step are summed and
@@ -27,7 +27,7 @@ use super::batch::{bucket, bucket_shared, to_tensors, BatchTensors, Cursor, Samp
 use super::checkpoint::{self, TrainerState};
 use super::metrics;
 use super::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
-use super::view::TrainingView;
+use super::view::{SegmentKind, TrainingView};
 use crate::model::CausalLm;
 
 /// Settings of one training run (TRL/transformers names where they exist).
@@ -70,7 +70,7 @@ pub struct Outcome {
     pub steps: usize,
     pub interrupted: bool,
     pub last_loss: Option<f64>,
-    pub dev_loss: Option<f64>,
+    pub dev: Option<DevMetrics>,
     pub tokens: u64,
     pub train_seconds: f64,
     pub tokens_per_second: f64,
@@ -96,26 +96,34 @@ pub fn masked_token_loss<B: Backend>(
     (picked * mask.reshape([b * n])).sum().neg()
 }
 
-/// Sum over the trained positions of `-log p(target) × weight`, from the final hidden states
-/// `[B, T, H]`: the LM head and the softmax over the vocabulary run at those positions only (an SFT
-/// record trains a few dozen of its thousands of tokens).
+/// The logits `[K, V]` at the K trained positions, from the final hidden states `[B, T, H]`: the LM head
+/// runs only where the loss looks (an SFT record trains a few dozen of its thousands of tokens).
+fn trained_logits<B: Backend>(
+    model: &CausalLm<B>,
+    hidden: Tensor<B, 3>,
+    batch: &BatchTensors<B>,
+) -> Tensor<B, 2> {
+    let [b, t, h] = hidden.dims();
+    let k = batch.trained_positions.dims()[0];
+    let picked = hidden
+        .reshape([b * t, h])
+        .select(0, batch.trained_positions.clone());
+    model
+        .lm_logits(picked.reshape([1, k, h]))
+        .reshape([k, model.config.vocab_size])
+}
+
+/// Sum over the trained positions of `-log p(target) × weight`, from the final hidden states `[B, T, H]`.
 pub fn trained_token_loss<B: Backend>(
     model: &CausalLm<B>,
     hidden: Tensor<B, 3>,
     batch: &BatchTensors<B>,
 ) -> Tensor<B, 1> {
-    let [b, t, h] = hidden.dims();
     let k = batch.trained_positions.dims()[0];
     if k == 0 {
         return Tensor::zeros([1], &hidden.device());
     }
-    let picked = hidden
-        .reshape([b * t, h])
-        .select(0, batch.trained_positions.clone());
-    let logits = model
-        .lm_logits(picked.reshape([1, k, h]))
-        .reshape([k, model.config.vocab_size]);
-    let lp = log_softmax(logits, 1)
+    let lp = log_softmax(trained_logits(model, hidden, batch), 1)
         .gather(1, batch.trained_targets.clone().reshape([k, 1]))
         .reshape([k]);
     (lp * batch.trained_weights.clone()).sum().neg()
@@ -191,25 +199,89 @@ pub fn batch_hidden_states<B: Backend>(
     (hidden, router_logits)
 }
 
-/// Mean masked cross-entropy over `views` (no gradients), in micro-batches of `batch_tokens`.
-pub fn dev_loss<B: Backend>(
+/// What the dev set says about a model, teacher-forced (no gradients, no sampling).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct DevMetrics {
+    /// Mean cross-entropy over the trained tokens.
+    pub loss: f64,
+    /// Share of the tool-calling assistant turns whose every token is the model's argmax given the
+    /// teacher's history: the turns greedy decoding would reproduce exactly (which tool, which skill,
+    /// which arguments). A faster and finer signal than rollouts, and the one the dev loss hides: a
+    /// model can copy the call syntax perfectly and still pick the same tool for every message.
+    pub tool_call_exact: Option<f64>,
+}
+
+/// [`DevMetrics`] over `views`, in shared-prefix micro-batches of `batch_tokens`; `None` without
+/// trained tokens.
+pub fn dev_metrics<B: Backend>(
     model: &CausalLm<B>,
     views: &[TrainingView],
     pad: u32,
     batch_tokens: usize,
     device: &B::Device,
-) -> Result<Option<f64>> {
+) -> Result<Option<DevMetrics>> {
     let (mut sum, mut count) = (0.0f64, 0.0f64);
+    let (mut exact, mut turns) = (0usize, 0usize);
     for rows in bucket_shared(views, batch_tokens) {
         let refs: Vec<&TrainingView> = rows.iter().map(|&i| &views[i]).collect();
         let b = to_tensors::<B>(&refs, pad, true, device)?;
+        if b.trained_positions.dims()[0] == 0 {
+            continue;
+        }
         let (hidden, _) = batch_hidden_states(model, &b);
-        sum += trained_token_loss(model, hidden, &b)
+        let logits = trained_logits(model, hidden, &b);
+        let k = b.trained_positions.dims()[0];
+        let lp = log_softmax(logits.clone(), 1)
+            .gather(1, b.trained_targets.clone().reshape([k, 1]))
+            .reshape([k]);
+        sum -= (lp * b.trained_weights.clone())
+            .sum()
             .into_scalar()
             .elem::<f64>();
         count += b.trained as f64;
+        let argmax: Vec<i64> = logits
+            .argmax(1)
+            .reshape([k])
+            .into_data()
+            .convert::<i64>()
+            .to_vec()?;
+        let targets: Vec<i64> = b
+            .trained_targets
+            .clone()
+            .into_data()
+            .convert::<i64>()
+            .to_vec()?;
+        let hits: Vec<bool> = argmax.iter().zip(&targets).map(|(a, t)| a == t).collect();
+        let (e, n) = tool_call_turns_exact(&refs, &hits);
+        exact += e;
+        turns += n;
     }
-    Ok((count > 0.0).then(|| sum / count))
+    Ok((count > 0.0).then(|| DevMetrics {
+        loss: sum / count,
+        tool_call_exact: (turns > 0).then(|| exact as f64 / turns as f64),
+    }))
+}
+
+/// (exactly predicted, all) tool-call turns of `views`, given whether each trained token was the argmax,
+/// in [`to_tensors`]' order (row by row, position by position).
+fn tool_call_turns_exact(views: &[&TrainingView], hits: &[bool]) -> (usize, usize) {
+    let mut hits = hits.iter();
+    let (mut exact, mut turns) = (0, 0);
+    for v in views {
+        for seg in &v.segments {
+            // The positions `to_tensors` keeps: trained, with a non-zero weight.
+            let trained = (seg.start.max(1)..seg.end)
+                .filter(|&i| v.loss_mask[i] == 1 && v.weights.as_ref().is_none_or(|w| w[i] != 0.0))
+                .count();
+            // Consume every hit of the segment (no short-circuit), so the next segment starts in step.
+            let missed = hits.by_ref().take(trained).filter(|&&h| !h).count();
+            if seg.kind == SegmentKind::ToolCall && trained > 0 {
+                turns += 1;
+                exact += usize::from(missed == 0);
+            }
+        }
+    }
+    (exact, turns)
 }
 
 /// A copy of `model` whose parameters are new autodiff leaves (same ids and values). Passes through
@@ -405,19 +477,23 @@ pub fn train<B: AutodiffBackend>(
         if !data.dev.is_empty()
             && (last || out_of_time() || (cfg.eval_steps > 0 && state.step % cfg.eval_steps == 0))
         {
-            dev = dev_loss(
+            dev = dev_metrics(
                 &model.valid(),
                 &data.dev,
                 data.pad,
                 cfg.batch_tokens,
                 device,
             )?;
-            log.write(&json!({"step": state.step, "dev_loss": dev}))?;
+            let (dev_loss, exact) = (dev.map(|d| d.loss), dev.and_then(|d| d.tool_call_exact));
+            log.write(
+                &json!({"step": state.step, "dev_loss": dev_loss, "dev_tool_call_exact": exact}),
+            )?;
             pb.suspend(|| {
                 eprintln!(
-                    "step {}: train loss {loss:.4}, dev loss {:.4}",
+                    "step {}: train loss {loss:.4}, dev loss {:.4}, dev tool calls exact {:.3}",
                     state.step,
-                    dev.unwrap_or(f64::NAN)
+                    dev_loss.unwrap_or(f64::NAN),
+                    exact.unwrap_or(f64::NAN)
                 )
             });
         }
@@ -444,7 +520,7 @@ pub fn train<B: AutodiffBackend>(
         steps: state.step,
         interrupted,
         last_loss,
-        dev_loss: dev,
+        dev,
         tokens: state.tokens,
         train_seconds,
         tokens_per_second: session_tokens as f64 / train_seconds.max(1e-9),
