@@ -6,6 +6,7 @@
 //! batch), running one forward, and [`Cache::unstack`]ing the result.
 
 use anyhow::{bail, Result};
+use super::cpu::cat;
 use burn::prelude::*;
 
 /// Keys/values after RoPE, `[B, kv_heads, T_past, head_dim]`.
@@ -19,11 +20,11 @@ impl<B: Backend> KvCache<B> {
     /// Appends new keys/values along time and returns the full sequences.
     pub fn append(&mut self, k: Tensor<B, 4>, v: Tensor<B, 4>) -> (Tensor<B, 4>, Tensor<B, 4>) {
         let k = match self.k.take() {
-            Some(old) => Tensor::cat(vec![old, k], 2),
+            Some(old) => cat(vec![old, k], 2),
             None => k,
         };
         let v = match self.v.take() {
-            Some(old) => Tensor::cat(vec![old, v], 2),
+            Some(old) => cat(vec![old, v], 2),
             None => v,
         };
         self.k = Some(k.clone());
@@ -90,7 +91,7 @@ impl<B: Backend> Cache<B> {
                 return t.clone();
             }
             let zeros = Tensor::zeros([b, h, longest - len, d], &t.device());
-            Tensor::cat(vec![t.clone(), zeros], 2)
+            cat(vec![t.clone(), zeros], 2)
         };
         let layers = (0..first.layers.len())
             .map(|l| {
@@ -175,7 +176,7 @@ impl<B: Backend> Cache<B> {
                     if len == 0 {
                         fresh
                     } else {
-                        Tensor::cat(vec![t.narrow(2, 0, len), fresh], 2)
+                        cat(vec![t.narrow(2, 0, len), fresh], 2)
                     }
                 };
                 c.layers.push(LayerCache {
@@ -211,5 +212,5 @@ fn cat_rows<B: Backend, const D: usize>(
         .into_iter()
         .map(|p| p.unwrap_or_else(|| Tensor::zeros(shape.clone(), &device)))
         .collect();
-    Some(Tensor::cat(parts, 0))
+    Some(cat(parts, 0))
 }

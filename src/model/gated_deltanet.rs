@@ -4,6 +4,7 @@
 //! for single-token decode), then a gated RMSNorm and `out_proj`.
 
 use super::cache::DeltaNetState;
+use super::cpu::cat;
 use super::linear::Linear;
 use super::norm::GatedRmsNorm;
 use super::weights::{linear, param, visit_linear, HfLayout, HfVisitor, Init, WeightSource};
@@ -195,7 +196,7 @@ impl<B: Backend> GatedDeltaNet<B> {
             None => Tensor::zeros([b, history, conv_dim], &device),
         };
         let xcat = if history > 0 {
-            Tensor::cat(vec![prev, qkv], 1)
+            cat(vec![prev, qkv], 1)
         } else {
             qkv
         };
@@ -203,7 +204,7 @@ impl<B: Backend> GatedDeltaNet<B> {
             if history > 0 {
                 // The inputs before each row's next token: `xcat[len .. len + K-1]`.
                 s.conv = Some(match lens {
-                    Some(lens) => Tensor::cat(
+                    Some(lens) => cat(
                         lens.iter()
                             .enumerate()
                             .map(|(r, &len)| xcat.clone().narrow(0, r, 1).narrow(1, len, history))
