@@ -3,13 +3,14 @@
 //! is multiplied by `sigmoid(gate)` before `o_proj`; RoPE may be partial.
 
 use super::cache::KvCache;
+use super::cpu::sigmoid;
 use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::rope::RopeTables;
 use super::weights::{linear, visit_linear, HfVisitor, WeightSource};
 use anyhow::Result;
 use burn::prelude::*;
-use burn::tensor::activation::{sigmoid, softmax};
+use burn::tensor::activation::softmax;
 use burn::tensor::TensorData;
 
 /// Queries per attention block on long inputs.

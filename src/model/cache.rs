@@ -5,8 +5,8 @@
 //! into one batch (keys right-padded to the longest row, recurrent states concatenated along the
 //! batch), running one forward, and [`Cache::unstack`]ing the result.
 
-use anyhow::{bail, Result};
 use super::cpu::cat;
+use anyhow::{bail, Result};
 use burn::prelude::*;
 
 /// Keys/values after RoPE, `[B, kv_heads, T_past, head_dim]`.

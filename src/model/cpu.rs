@@ -7,13 +7,14 @@
 //! * its matmul reshapes both operands, and its reshape allocates a fresh array even for a
 //!   contiguous one. [`matmul_weight`] multiplies activations by a weight on borrowed views.
 //!
-//! And its concatenation goes element by element; [`cat`] copies contiguous runs.
+//! And its concatenation goes element by element; [`cat`] copies contiguous runs. Its sigmoid is
+//! `exp(-log(1 + exp(-x)))`, five passes that each allocate; [`sigmoid`] and [`silu`] make one.
 //!
 //! All apply only to `NdArray<f32>` without autodiff (inference); every other backend (autodiff
 //! for training, CUDA) takes burn's own path. The tests check the two paths agree.
 
 use burn::prelude::*;
-use burn::tensor::{TensorData, TensorPrimitive};
+use burn::tensor::{activation, TensorData, TensorPrimitive};
 use burn_ndarray::{NdArray, NdArrayTensor};
 use ndarray::{linalg::general_mat_mul, ArcArray, Array2, ArrayView2, Axis, CowArray, IxDyn};
 use rayon::prelude::*;
@@ -63,7 +64,8 @@ pub fn cat<B: Backend, const D: usize>(parts: Vec<Tensor<B, D>>, dim: usize) -> 
     let storages: Vec<_> = parts
         .into_iter()
         .map(|p| {
-            let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(p.into_primitive().tensor())
+            let NdArrayTensor::F32(storage) =
+                downcast::<NdArrayTensor>(p.into_primitive().tensor())
             else {
                 unreachable!("NdArray<f32> float tensors hold f32")
             };
@@ -94,6 +96,33 @@ pub fn cat<B: Backend, const D: usize>(parts: Vec<Tensor<B, D>>, dim: usize) -> 
     let array = ArcArray::from_shape_vec(IxDyn(&shape), values)
         .expect("the parts fill the concatenated shape");
     from_cpu(NdArrayTensor::F32(array.into()))
+}
+
+/// `1 / (1 + e^-x)`, elementwise.
+pub fn sigmoid<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    if !is_cpu::<B>() {
+        return activation::sigmoid(x);
+    }
+    map_in_place(x, |v| 1.0 / (1.0 + (-v).exp()))
+}
+
+/// `x · sigmoid(x)`, elementwise (SwiGLU's and the gated norm's activation).
+pub fn silu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    if !is_cpu::<B>() {
+        return activation::silu(x);
+    }
+    map_in_place(x, |v| v / (1.0 + (-v).exp()))
+}
+
+/// `f` applied to every value of a CPU tensor in one pass, in place when the storage is not shared.
+fn map_in_place<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    f: impl Fn(f32) -> f32,
+) -> Tensor<B, D> {
+    let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(x.into_primitive().tensor()) else {
+        unreachable!("NdArray<f32> float tensors hold f32")
+    };
+    from_cpu(NdArrayTensor::F32(storage.into_owned().mapv_into(f).into()))
 }
 
 /// Back from the CPU backend's primitive to `Tensor<B, D>` (only called when `B` is `NdArray<f32>`).
@@ -251,6 +280,30 @@ mod tests {
     }
 
     #[test]
+    fn fused_activations_equal_burns() {
+        let device = Default::default();
+        let mut x =
+            Tensor::<NdArray<f32>, 3>::random([2, 5, 33], Distribution::Normal(0.0, 4.0), &device);
+        // The tails, where a naive formula overflows: e^100 is inf in f32.
+        x = x.slice_assign(
+            [0..1, 0..1, 0..4],
+            Tensor::from_data(
+                TensorData::new(vec![-100.0f32, -30.0, 30.0, 100.0], [1, 1, 4]),
+                &device,
+            ),
+        );
+        // A strided input (a narrowed view) as well as a contiguous one.
+        for input in [x.clone(), x.clone().narrow(2, 3, 20)] {
+            let shared = input.clone(); // a second owner: the fused path must not write through it
+            assert!(
+                max_abs_diff(sigmoid(input.clone()), activation::sigmoid(input.clone())) < 1e-6
+            );
+            assert!(max_abs_diff(silu(input.clone()), activation::silu(input.clone())) < 1e-5);
+            assert_eq!(shared.into_data(), input.into_data());
+        }
+    }
+
+    #[test]
     fn cat_equals_burn_cat() {
         let device = Default::default();
         let normal = Distribution::Normal(0.0, 1.0);
@@ -262,7 +315,11 @@ mod tests {
             .narrow(2, 1, 6);
         for dim in [0, 2] {
             let parts = if dim == 0 {
-                vec![a.clone(), a.clone().mul_scalar(2.0), c.clone().narrow(2, 0, 5)]
+                vec![
+                    a.clone(),
+                    a.clone().mul_scalar(2.0),
+                    c.clone().narrow(2, 0, 5),
+                ]
             } else {
                 vec![a.clone(), b.clone(), c.clone()]
             };

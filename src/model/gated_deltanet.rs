@@ -4,14 +4,14 @@
 //! for single-token decode), then a gated RMSNorm and `out_proj`.
 
 use super::cache::DeltaNetState;
-use super::cpu::cat;
+use super::cpu::{cat, sigmoid, silu};
 use super::linear::Linear;
 use super::norm::GatedRmsNorm;
 use super::weights::{linear, param, visit_linear, HfLayout, HfVisitor, Init, WeightSource};
 use anyhow::Result;
 use burn::module::Param;
 use burn::prelude::*;
-use burn::tensor::activation::{relu, sigmoid, silu};
+use burn::tensor::activation::relu;
 use burn::tensor::TensorData;
 
 /// Chunk length of the chunked rule (HF pads the sequence to a multiple of it).

@@ -2,13 +2,13 @@
 //! renormalisation, SwiGLU experts, optional sigmoid-gated shared expert), plus the
 //! Switch-Transformer load-balancing loss as transformers computes it.
 
-use super::cpu::{matmul_weight, owned};
+use super::cpu::{matmul_weight, owned, sigmoid, silu};
 use super::linear::Linear;
 use super::weights::{linear, transposed, visit_linear, HfLayout, HfVisitor, Init, WeightSource};
 use anyhow::Result;
 use burn::module::Param;
 use burn::prelude::*;
-use burn::tensor::activation::{sigmoid, silu, softmax};
+use burn::tensor::activation::softmax;
 use burn::tensor::{IndexingUpdateOp, TensorData};
 
 #[derive(Module, Debug)]

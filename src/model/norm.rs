@@ -1,11 +1,11 @@
 //! RMSNorm variants: Qwen3 (`w * n(x)`), Qwen3.5 zero-centred (`(1 + w) * n(x)`, stored w ~ 0),
 //! and the DeltaNet gated norm (`w * n(x) * silu(z)`, plain w).
 
+use super::cpu::silu;
 use super::weights::{param, HfLayout, HfVisitor, Init, WeightSource};
 use anyhow::Result;
 use burn::module::Param;
 use burn::prelude::*;
-use burn::tensor::activation::silu;
 
 /// `x * rsqrt(mean(x^2) + eps)` over the last dim.
 fn normalize<B: Backend, const D: usize>(x: Tensor<B, D>, eps: f64) -> Tensor<B, D> {
