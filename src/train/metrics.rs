@@ -1,5 +1,5 @@
-//! Training metrics: one JSON object per line (`{"step", "loss", ...}` per step, `{"step", "dev_loss", "dev_tool_call_exact"}`
-//! per evaluation) and a hand-written SVG plot of the loss curves.
+//! Training metrics: one JSON object per line (`{"step", "loss", ...}` per step,
+//! `{"step", "dev_loss", "dev_tool_call_exact"}` per evaluation) and a hand-written SVG plot of the curves.
 
 use std::io::Write;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The SFT training loop over training views: micro-batches from the length-bucketed sampler, masked
 //! cross-entropy (+ router aux loss, + optional MTP loss), gradient accumulation, global-norm clipping,
-//! AdamW with warmup + cosine, periodic dev loss and teacher-forced tool-call accuracy, metrics JSONL + loss plot, atomic checkpoints and an
-//! exact `--resume`.
+//! AdamW with warmup + cosine, periodic dev loss and teacher-forced tool-call accuracy, metrics JSONL +
+//! loss plot, atomic checkpoints and an exact `--resume`.
 //!
 //! Loss normalisation: the masked token losses of all micro-batches of one optimizer step are summed and
 //! divided by the number of trained tokens in the whole step, so accumulating k micro-batches gives the
@@ -11,6 +11,7 @@
 //! The seams for OPD/RL: [`trained_token_loss`] takes per-token weights through the batch, and the
 //! loop only needs views; other stages build views with `weights` and reuse the optimiser and checkpoints.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -119,11 +120,16 @@ pub fn trained_token_loss<B: Backend>(
     hidden: Tensor<B, 3>,
     batch: &BatchTensors<B>,
 ) -> Tensor<B, 1> {
-    let k = batch.trained_positions.dims()[0];
-    if k == 0 {
+    if batch.trained_positions.dims()[0] == 0 {
         return Tensor::zeros([1], &hidden.device());
     }
-    let lp = log_softmax(trained_logits(model, hidden, batch), 1)
+    weighted_nll(trained_logits(model, hidden, batch), batch)
+}
+
+/// `-Σ log p(target) × weight` over the trained positions, from their logits `[K, V]`.
+fn weighted_nll<B: Backend>(logits: Tensor<B, 2>, batch: &BatchTensors<B>) -> Tensor<B, 1> {
+    let k = logits.dims()[0];
+    let lp = log_softmax(logits, 1)
         .gather(1, batch.trained_targets.clone().reshape([k, 1]))
         .reshape([k]);
     (lp * batch.trained_weights.clone()).sum().neg()
@@ -230,58 +236,38 @@ pub fn dev_metrics<B: Backend>(
         }
         let (hidden, _) = batch_hidden_states(model, &b);
         let logits = trained_logits(model, hidden, &b);
-        let k = b.trained_positions.dims()[0];
-        let lp = log_softmax(logits.clone(), 1)
-            .gather(1, b.trained_targets.clone().reshape([k, 1]))
-            .reshape([k]);
-        sum -= (lp * b.trained_weights.clone())
-            .sum()
-            .into_scalar()
-            .elem::<f64>();
+        sum += weighted_nll(logits.clone(), &b).into_scalar().elem::<f64>();
         count += b.trained as f64;
-        let argmax: Vec<i64> = logits
-            .argmax(1)
-            .reshape([k])
-            .into_data()
-            .convert::<i64>()
-            .to_vec()?;
-        let targets: Vec<i64> = b
-            .trained_targets
-            .clone()
-            .into_data()
-            .convert::<i64>()
-            .to_vec()?;
-        let hits: Vec<bool> = argmax.iter().zip(&targets).map(|(a, t)| a == t).collect();
-        let (e, n) = tool_call_turns_exact(&refs, &hits);
-        exact += e;
-        turns += n;
+        let ints = |t: Tensor<B, 1, Int>| t.into_data().convert::<i64>().to_vec::<i64>();
+        let argmax = ints(logits.argmax(1).flatten(0, 1))?;
+        let targets = ints(b.trained_targets.clone())?;
+        let positions = ints(b.trained_positions.clone())?;
+        let prefix = b.prefix.as_ref().map_or(0, |p| p.dims()[1]);
+        let row_len = b.ids.dims()[1];
+        // Each trained position is (row, token) of the batch: flat index r·T + k predicts token prefix + k + 1.
+        let mut calls: BTreeMap<(usize, usize), bool> = BTreeMap::new();
+        for ((pos, a), t) in positions.iter().zip(&argmax).zip(&targets) {
+            let (row, k) = (*pos as usize / row_len, *pos as usize % row_len);
+            let token = prefix + k + 1;
+            let view = refs[row];
+            let Some(seg) = view
+                .segments
+                .iter()
+                .position(|s| s.start <= token && token < s.end)
+            else {
+                continue;
+            };
+            if view.segments[seg].kind == SegmentKind::ToolCall {
+                *calls.entry((row, seg)).or_insert(true) &= a == t;
+            }
+        }
+        turns += calls.len();
+        exact += calls.values().filter(|&&hit| hit).count();
     }
     Ok((count > 0.0).then(|| DevMetrics {
         loss: sum / count,
         tool_call_exact: (turns > 0).then(|| exact as f64 / turns as f64),
     }))
-}
-
-/// (exactly predicted, all) tool-call turns of `views`, given whether each trained token was the argmax,
-/// in [`to_tensors`]' order (row by row, position by position).
-fn tool_call_turns_exact(views: &[&TrainingView], hits: &[bool]) -> (usize, usize) {
-    let mut hits = hits.iter();
-    let (mut exact, mut turns) = (0, 0);
-    for v in views {
-        for seg in &v.segments {
-            // The positions `to_tensors` keeps: trained, with a non-zero weight.
-            let trained = (seg.start.max(1)..seg.end)
-                .filter(|&i| v.loss_mask[i] == 1 && v.weights.as_ref().is_none_or(|w| w[i] != 0.0))
-                .count();
-            // Consume every hit of the segment (no short-circuit), so the next segment starts in step.
-            let missed = hits.by_ref().take(trained).filter(|&&h| !h).count();
-            if seg.kind == SegmentKind::ToolCall && trained > 0 {
-                turns += 1;
-                exact += usize::from(missed == 0);
-            }
-        }
-    }
-    (exact, turns)
 }
 
 /// A copy of `model` whose parameters are new autodiff leaves (same ids and values). Passes through
