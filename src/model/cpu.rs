@@ -16,11 +16,11 @@
 use burn::prelude::*;
 use burn::tensor::{activation, TensorData, TensorPrimitive};
 use burn_ndarray::{NdArray, NdArrayTensor};
-use ndarray::{linalg::general_mat_mul, ArcArray, Array2, ArrayView2, Axis, CowArray, IxDyn};
-use rayon::prelude::*;
+use ndarray::{ArcArray, Array2, ArrayView2, CowArray, IxDyn};
 use std::any::{Any, TypeId};
 
-fn is_cpu<B: Backend>() -> bool {
+/// Whether `B` is the inference CPU backend these fast paths serve.
+pub(super) fn is_cpu<B: Backend>() -> bool {
     TypeId::of::<B>() == TypeId::of::<NdArray<f32>>()
 }
 
@@ -126,21 +126,11 @@ fn map_in_place<B: Backend, const D: usize>(
 }
 
 /// Back from the CPU backend's primitive to `Tensor<B, D>` (only called when `B` is `NdArray<f32>`).
-fn from_cpu<B: Backend, const D: usize>(t: NdArrayTensor) -> Tensor<B, D> {
+pub(super) fn from_cpu<B: Backend, const D: usize>(t: NdArrayTensor) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(downcast::<B::FloatTensorPrimitive>(
         t,
     )))
 }
-
-/// Rows at or below this count use the streaming product; above it, packed gemm. The streaming
-/// loop costs time in proportion to the rows (each row is a separate pass of multiply-adds over
-/// the block's accumulators), so it beats gemm only while reading the weight dominates: measured
-/// on a [512, 1024] weight, 4 rows 0.31 ms vs 0.53 ms for gemm, 8 rows about even, 32 rows 2.2 ms
-/// vs 0.8 ms. A decode batch of 32 therefore goes through gemm, while MoE experts at decode
-/// (a few rows each) and single-sequence decode keep streaming.
-const STREAMING_MAX_ROWS: usize = 4;
-/// Output columns per parallel task in the streaming product.
-const COLUMN_BLOCK: usize = 512;
 
 fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, IxDyn> {
     let (NdArrayTensor::F32(x), NdArrayTensor::F32(w)) = (x, w) else {
@@ -157,57 +147,51 @@ fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, Ix
         .view()
         .into_shape_with_order((m, k))
         .expect("standard layout reshapes");
-    let out = if m <= STREAMING_MAX_ROWS && w2.is_standard_layout() {
-        streaming_matmul(x2, w2)
-    } else {
-        let mut out = Array2::<f32>::zeros((m, n));
-        general_mat_mul(1.0, &x2, &w2, 0.0, &mut out);
-        out
-    };
+    let mut out = Array2::<f32>::zeros((m, n));
+    gemm_into(x2, w2, &mut out);
     out.into_shape_with_order(IxDyn(&out_shape))
         .expect("same element count")
         .into_shared()
 }
 
-/// `x [M, K] @ w [K, N]` for a few rows (decode batches): each weight row is read once for all
-/// rows, in parallel over column blocks — memory-bound, with no packing of the weight. Each
-/// output sums over `k` in order, so a row's result does not depend on the other rows.
-fn streaming_matmul(x: ArrayView2<f32>, w: ArrayView2<f32>) -> Array2<f32> {
-    let (m, k, n) = (x.nrows(), x.ncols(), w.ncols());
-    let w = w.as_slice().expect("standard-layout weight");
-    let x = x.as_slice().expect("standard-layout activations");
-    let blocks: Vec<Vec<f32>> = (0..n.div_ceil(COLUMN_BLOCK))
-        .into_par_iter()
-        .map(|block| {
-            let start = block * COLUMN_BLOCK;
-            let len = COLUMN_BLOCK.min(n - start);
-            let mut acc = vec![0f32; m * len];
-            for kk in 0..k {
-                let w_row = &w[kk * n + start..kk * n + start + len];
-                for (r, acc_row) in acc.chunks_exact_mut(len).enumerate() {
-                    let xk = x[r * k + kk];
-                    for (a, &wv) in acc_row.iter_mut().zip(w_row) {
-                        *a += xk * wv;
-                    }
-                }
-            }
-            acc
-        })
-        .collect();
-    let mut out = Array2::<f32>::zeros((m, n));
-    for (block, acc) in blocks.iter().enumerate() {
-        let start = block * COLUMN_BLOCK;
-        let len = COLUMN_BLOCK.min(n - start);
-        for (mut out_row, acc_row) in out.axis_iter_mut(Axis(0)).zip(acc.chunks_exact(len)) {
-            out_row.as_slice_mut().expect("fresh array")[start..start + len]
-                .copy_from_slice(acc_row);
-        }
+/// `out = x @ w` with the `gemm` crate: it picks AVX2 or AVX-512 kernels at run time (burn-ndarray's
+/// matrixmultiply stops at AVX2), has a matrix-vector path for the few rows of a decode step, reads
+/// either operand through its strides (no transposed copy), and threads on the rayon pool above its
+/// own work threshold.
+fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &mut Array2<f32>) {
+    let ((m, k), n) = (x.dim(), w.ncols());
+    assert_eq!(w.nrows(), k, "inner dimensions agree");
+    assert_eq!(out.dim(), (m, n), "output shape");
+    let (xs, ws, os) = (x.strides(), w.strides(), out.strides().to_vec());
+    // SAFETY: the three pointers address arrays of the asserted shapes with the strides read from
+    // those same arrays; `out` is exclusively borrowed and does not alias the inputs.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            out.as_mut_ptr(),
+            os[1],
+            os[0],
+            false,
+            x.as_ptr(),
+            xs[1],
+            xs[0],
+            w.as_ptr(),
+            ws[1],
+            ws[0],
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::Rayon(0),
+        );
     }
-    out
 }
 
 /// Moves a value whose concrete type the caller has established through `TypeId`.
-fn downcast<T: 'static>(value: impl Any) -> T {
+pub(super) fn downcast<T: 'static>(value: impl Any) -> T {
     *(Box::new(value) as Box<dyn Any>)
         .downcast::<T>()
         .expect("type checked by TypeId")

@@ -1,10 +1,12 @@
 //! Gated DeltaNet token mixer (Qwen3.5 `linear_attn`): projections, causal depthwise conv + SiLU
 //! over `[q | k | v]`, gates `beta = sigmoid(b)` and `g = -exp(A_log) * softplus(a + dt_bias)`,
 //! L2-normalised q/k, the gated delta rule (chunked with C = 64 for prefill/training, recurrent
-//! for single-token decode), then a gated RMSNorm and `out_proj`.
+//! for single-token decode; a native loop on the inference CPU backend, see `delta_rule_cpu`), then
+//! a gated RMSNorm and `out_proj`.
 
 use super::cache::DeltaNetState;
-use super::cpu::{cat, sigmoid, silu};
+use super::cpu::{cat, is_cpu, sigmoid, silu};
+use super::delta_rule_cpu::delta_rule;
 use super::linear::Linear;
 use super::norm::GatedRmsNorm;
 use super::weights::{linear, param, visit_linear, HfLayout, HfVisitor, Init, WeightSource};
@@ -244,6 +246,7 @@ impl<B: Backend> GatedDeltaNet<B> {
 
         let initial = state.as_mut().and_then(|s| s.recurrent.take());
         let (o, last) = match initial {
+            s0 if is_cpu::<B>() => delta_rule(q, k, v, g, beta, s0),
             Some(s0) if t == 1 => recurrent_rule(q, k, v, g, beta, s0),
             s0 => chunked_rule(q, k, v, g, beta, s0),
         };

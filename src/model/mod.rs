@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod cpu;
 pub mod decoder;
+pub mod delta_rule_cpu;
 pub mod gated_deltanet;
 pub mod generate;
 pub mod inspect;
