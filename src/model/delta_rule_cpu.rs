@@ -12,7 +12,7 @@
 use super::cpu::{downcast, from_cpu};
 use burn::prelude::*;
 use burn_ndarray::NdArrayTensor;
-use ndarray::{ArcArray, IxDyn};
+use ndarray::{ArcArray, Axis, IxDyn};
 use rayon::prelude::*;
 
 /// `q, k: [B, H, T, dk]`, `v: [B, H, T, dv]`, `g, beta: [B, H, T]`, `s0: [B, H, dk, dv]` (zeros when
@@ -127,17 +127,33 @@ impl Head<'_> {
     }
 }
 
-/// A CPU float tensor's values in standard (row-major) order.
+/// A CPU float tensor's values in standard (row-major) order: its own buffer when it is unshared and
+/// already in that order (the recurrent state, a decode step's q/k/v), else copied a contiguous
+/// last-axis run at a time (ndarray's element iterators over dynamic-rank arrays cost several
+/// times a copy: they were a quarter of a batch-32 decode step).
 fn values(t: impl std::any::Any) -> Vec<f32> {
     let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(t) else {
         unreachable!("NdArray<f32> float tensors hold f32")
     };
-    storage
-        .view()
-        .as_standard_layout()
-        .iter()
-        .copied()
-        .collect()
+    let array = storage.into_owned();
+    let len = array.len();
+    if array.is_standard_layout() && array.is_unique() {
+        let (mut buffer, offset) = array.into_owned().into_raw_vec_and_offset();
+        let offset = offset.unwrap_or(0);
+        if offset == 0 && buffer.len() == len {
+            return buffer;
+        }
+        buffer.truncate(offset + len);
+        return buffer.split_off(offset);
+    }
+    let mut out = Vec::with_capacity(len);
+    for lane in array.lanes(Axis(array.ndim() - 1)) {
+        match lane.as_slice() {
+            Some(run) => out.extend_from_slice(run),
+            None => out.extend(lane.iter()),
+        }
+    }
+    out
 }
 
 fn tensor<B: Backend, const D: usize>(values: Vec<f32>, shape: [usize; D]) -> Tensor<B, D> {
