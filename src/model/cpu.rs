@@ -16,7 +16,8 @@
 use burn::prelude::*;
 use burn::tensor::{activation, TensorData, TensorPrimitive};
 use burn_ndarray::{NdArray, NdArrayTensor};
-use ndarray::{ArcArray, Array2, ArrayView2, CowArray, IxDyn};
+use ndarray::{ArcArray, Array2, ArrayView2, Axis, CowArray, IxDyn};
+use rayon::prelude::*;
 use std::any::{Any, TypeId};
 
 /// Whether `B` is the inference CPU backend these fast paths serve.
@@ -125,12 +126,96 @@ fn map_in_place<B: Backend, const D: usize>(
     from_cpu(NdArrayTensor::F32(storage.into_owned().mapv_into(f).into()))
 }
 
+/// A CPU float tensor's values in standard (row-major) order (only for the CPU backend): its own buffer when it is unshared and
+/// already in that order (the recurrent state, a decode step's q/k/v), else copied a contiguous
+/// last-axis run at a time (ndarray's element iterators over dynamic-rank arrays cost several
+/// times a copy: they were a quarter of a batch-32 decode step).
+pub(super) fn standard_values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(t.into_primitive().tensor()) else {
+        unreachable!("NdArray<f32> float tensors hold f32")
+    };
+    let array = storage.into_owned();
+    let len = array.len();
+    if array.is_standard_layout() && array.is_unique() {
+        let (mut buffer, offset) = array.into_owned().into_raw_vec_and_offset();
+        let offset = offset.unwrap_or(0);
+        if offset == 0 && buffer.len() == len {
+            return buffer;
+        }
+        buffer.truncate(offset + len);
+        return buffer.split_off(offset);
+    }
+    let mut out = Vec::with_capacity(len);
+    for lane in array.lanes(Axis(array.ndim() - 1)) {
+        match lane.as_slice() {
+            Some(run) => out.extend_from_slice(run),
+            None => out.extend(lane.iter()),
+        }
+    }
+    out
+}
+
+/// A CPU tensor of `shape` over `values` (row-major), without a copy.
+pub(super) fn tensor<B: Backend, const D: usize>(
+    values: Vec<f32>,
+    shape: [usize; D],
+) -> Tensor<B, D> {
+    let array = ArcArray::from_shape_vec(IxDyn(&shape), values).expect("values fill the shape");
+    from_cpu(NdArrayTensor::F32(array.into()))
+}
+
+/// RMSNorm along the last axis, `x · rsqrt(mean(x²) + eps) · (weight_offset + w)`, times `silu(gate)`
+/// when a gate is given (the DeltaNet gated norm), in one pass per row instead of burn's eight or
+/// more allocating ops; `weight_offset` is 1 for Qwen3.5's zero-centred weights, else 0. Only for
+/// the CPU backend ([`is_cpu`]); `norm.rs` holds the same math in burn ops for the others.
+pub(super) fn rms_norm<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    weight: Tensor<B, 1>,
+    weight_offset: f32,
+    eps: f64,
+    gate: Option<Tensor<B, D>>,
+) -> Tensor<B, D> {
+    let shape = x.dims();
+    let mut values = standard_values(x);
+    let scale: Vec<f32> = standard_values(weight)
+        .into_iter()
+        .map(|w| weight_offset + w)
+        .collect();
+    let gate = gate.map(standard_values);
+    let n = scale.len();
+    let eps = eps as f32;
+    values
+        .par_chunks_mut(n)
+        .with_min_len(64)
+        .enumerate()
+        .for_each(|(r, row)| {
+            let mean_square = row.iter().map(|v| v * v).sum::<f32>() / n as f32;
+            let inv = (mean_square + eps).sqrt().recip();
+            for (v, s) in row.iter_mut().zip(&scale) {
+                *v = *v * inv * s;
+            }
+            if let Some(z) = &gate {
+                for (v, &z) in row.iter_mut().zip(&z[r * n..(r + 1) * n]) {
+                    *v *= z / (1.0 + (-z).exp());
+                }
+            }
+        });
+    tensor(values, shape)
+}
+
 /// Back from the CPU backend's primitive to `Tensor<B, D>` (only called when `B` is `NdArray<f32>`).
 pub(super) fn from_cpu<B: Backend, const D: usize>(t: NdArrayTensor) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(downcast::<B::FloatTensorPrimitive>(
         t,
     )))
 }
+
+/// A product of at most this many rows reads its weight more than it computes (a decode step, an
+/// MoE expert's share of one) ...
+const FEW_ROWS: usize = 8;
+/// ... and when the weight has at least this many values, [`gemm_into`] splits it over threads:
+/// below it, waking a second thread costs about what it saves.
+const SPLIT_MIN_WEIGHT: usize = 1 << 18;
 
 fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, IxDyn> {
     let (NdArrayTensor::F32(x), NdArrayTensor::F32(w)) = (x, w) else {
@@ -163,31 +248,49 @@ fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &mut Array2<f32>) {
     assert_eq!(w.nrows(), k, "inner dimensions agree");
     assert_eq!(out.dim(), (m, n), "output shape");
     let (xs, ws, os) = (x.strides(), w.strides(), out.strides().to_vec());
-    // SAFETY: the three pointers address arrays of the asserted shapes with the strides read from
-    // those same arrays; `out` is exclusively borrowed and does not alias the inputs.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            out.as_mut_ptr(),
-            os[1],
-            os[0],
-            false,
-            x.as_ptr(),
-            xs[1],
-            xs[0],
-            w.as_ptr(),
-            ws[1],
-            ws[0],
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::Rayon(0),
-        );
+    let (x_ptr, w_ptr) = (x.as_ptr() as usize, w.as_ptr() as usize);
+    let out_ptr = out.as_mut_ptr() as usize;
+    // Output columns `from..from + len` = x @ w[:, from..from + len].
+    let columns = |from: usize, len: usize, parallelism: gemm::Parallelism| {
+        // SAFETY: the pointers address arrays of the asserted shapes, offset to column `from` and
+        // read with those arrays' own strides; `out` is exclusively borrowed, does not alias the
+        // inputs, and concurrent calls write disjoint column ranges.
+        unsafe {
+            gemm::gemm(
+                m,
+                len,
+                k,
+                (out_ptr as *mut f32).offset(from as isize * os[1]),
+                os[1],
+                os[0],
+                false,
+                x_ptr as *const f32,
+                xs[1],
+                xs[0],
+                (w_ptr as *const f32).offset(from as isize * ws[1]),
+                ws[1],
+                ws[0],
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                parallelism,
+            )
+        }
+    };
+    if m > FEW_ROWS || k * n < SPLIT_MIN_WEIGHT {
+        return columns(0, n, gemm::Parallelism::Rayon(0));
     }
+    // gemm runs a product of a few rows on one thread, at the bandwidth of one core; a large weight
+    // (the LM head above all) is split by columns over the pool instead.
+    let block = n
+        .div_ceil(rayon::current_num_threads())
+        .next_multiple_of(16);
+    (0..n.div_ceil(block)).into_par_iter().for_each(|j| {
+        let from = j * block;
+        columns(from, block.min(n - from), gemm::Parallelism::None)
+    });
 }
 
 /// Moves a value whose concrete type the caller has established through `TypeId`.

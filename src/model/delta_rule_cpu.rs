@@ -9,10 +9,8 @@
 //! AVX-512 or AVX2 when the machine has them. The order of every sum is fixed (over `dk`, one
 //! token after another), so the result does not depend on the SIMD width or the thread count.
 
-use super::cpu::{downcast, from_cpu};
+use super::cpu::{standard_values as values, tensor};
 use burn::prelude::*;
-use burn_ndarray::NdArrayTensor;
-use ndarray::{ArcArray, Axis, IxDyn};
 use rayon::prelude::*;
 
 /// `q, k: [B, H, T, dk]`, `v: [B, H, T, dv]`, `g, beta: [B, H, T]`, `s0: [B, H, dk, dv]` (zeros when
@@ -28,15 +26,9 @@ pub fn delta_rule<B: Backend>(
 ) -> (Tensor<B, 4>, Tensor<B, 4>) {
     let [b, h, t, dk] = q.dims();
     let dv = v.dims()[3];
-    let (q, k, v, g, beta) = (
-        values(q.into_primitive().tensor()),
-        values(k.into_primitive().tensor()),
-        values(v.into_primitive().tensor()),
-        values(g.into_primitive().tensor()),
-        values(beta.into_primitive().tensor()),
-    );
+    let (q, k, v, g, beta) = (values(q), values(k), values(v), values(g), values(beta));
     let mut state = match s0 {
-        Some(s) => values(s.into_primitive().tensor()),
+        Some(s) => values(s),
         None => vec![0.0; b * h * dk * dv],
     };
     let mut out = vec![0.0; b * h * t * dv];
@@ -125,40 +117,6 @@ impl Head<'_> {
             }
         }
     }
-}
-
-/// A CPU float tensor's values in standard (row-major) order: its own buffer when it is unshared and
-/// already in that order (the recurrent state, a decode step's q/k/v), else copied a contiguous
-/// last-axis run at a time (ndarray's element iterators over dynamic-rank arrays cost several
-/// times a copy: they were a quarter of a batch-32 decode step).
-fn values(t: impl std::any::Any) -> Vec<f32> {
-    let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(t) else {
-        unreachable!("NdArray<f32> float tensors hold f32")
-    };
-    let array = storage.into_owned();
-    let len = array.len();
-    if array.is_standard_layout() && array.is_unique() {
-        let (mut buffer, offset) = array.into_owned().into_raw_vec_and_offset();
-        let offset = offset.unwrap_or(0);
-        if offset == 0 && buffer.len() == len {
-            return buffer;
-        }
-        buffer.truncate(offset + len);
-        return buffer.split_off(offset);
-    }
-    let mut out = Vec::with_capacity(len);
-    for lane in array.lanes(Axis(array.ndim() - 1)) {
-        match lane.as_slice() {
-            Some(run) => out.extend_from_slice(run),
-            None => out.extend(lane.iter()),
-        }
-    }
-    out
-}
-
-fn tensor<B: Backend, const D: usize>(values: Vec<f32>, shape: [usize; D]) -> Tensor<B, D> {
-    let array = ArcArray::from_shape_vec(IxDyn(&shape), values).expect("values fill the shape");
-    from_cpu(NdArrayTensor::F32(array.into()))
 }
 
 #[cfg(test)]
