@@ -183,6 +183,9 @@ pub(super) fn rms_norm<B: Backend, const D: usize>(
         .collect();
     let gate = gate.map(standard_values);
     let n = scale.len();
+    if n == 0 {
+        return tensor(values, shape);
+    }
     let eps = eps as f32;
     values
         .par_chunks_mut(n)

@@ -32,11 +32,15 @@ pub fn delta_rule<B: Backend>(
         None => vec![0.0; b * h * dk * dv],
     };
     let mut out = vec![0.0; b * h * t * dv];
+    if t == 0 {
+        return (tensor(out, [b, h, t, dv]), tensor(state, [b, h, dk, dv]));
+    }
     out.par_chunks_mut(t * dv)
         .zip(state.par_chunks_mut(dk * dv))
         .enumerate()
         .for_each(|(p, (o, s))| {
             let head = Head {
+                dk,
                 q: &q[p * t * dk..(p + 1) * t * dk],
                 k: &k[p * t * dk..(p + 1) * t * dk],
                 v: &v[p * t * dv..(p + 1) * t * dv],
@@ -50,6 +54,7 @@ pub fn delta_rule<B: Backend>(
 
 /// One (row, head) pair's inputs, time-major.
 struct Head<'a> {
+    dk: usize,
     q: &'a [f32],
     k: &'a [f32],
     v: &'a [f32],
@@ -91,7 +96,7 @@ impl Head<'_> {
     /// `[dk, dv]`, so every inner loop runs along a contiguous `dv` row).
     #[inline(always)]
     fn rule(&self, s: &mut [f32], o: &mut [f32]) {
-        let dk = self.k.len() / self.g.len();
+        let dk = self.dk;
         let dv = s.len() / dk;
         let mut delta = vec![0.0f32; dv];
         for (t, o_t) in o.chunks_exact_mut(dv).enumerate() {
