@@ -316,24 +316,21 @@ mod tests {
     #[test]
     fn fast_path_equals_burn_matmul() {
         let device = Default::default();
-        for rows in [1, 3, 8, 9, 32, 40] {
-            let x = Tensor::<NdArray<f32>, 3>::random(
-                [1, rows, 70],
-                Distribution::Normal(0.0, 1.0),
-                &device,
-            );
-            let w = Tensor::<NdArray<f32>, 2>::random(
-                [70, 1100],
-                Distribution::Normal(0.0, 1.0),
-                &device,
-            );
-            let reference = x.clone().matmul(w.clone().unsqueeze());
-            assert!(max_abs_diff(matmul_weight(x.clone(), w.clone()), reference.clone()) < 1e-4);
-            // A transposed (strided) weight goes through gemm, not the streaming path.
-            let wt =
-                Tensor::<NdArray<f32>, 2>::from_data(w.clone().transpose().into_data(), &device)
+        // A small weight (one gemm call) and one of SPLIT_MIN_WEIGHT or more values (split by
+        // columns for up to FEW_ROWS rows); row counts on both sides of FEW_ROWS.
+        for (k, n) in [(70, 1100), (300, 1000)] {
+            for rows in [1, 3, 8, 9, 32, 40] {
+                let normal = Distribution::Normal(0.0, 1.0);
+                let x = Tensor::<NdArray<f32>, 3>::random([1, rows, k], normal, &device);
+                let w = Tensor::<NdArray<f32>, 2>::random([k, n], normal, &device);
+                let reference = x.clone().matmul(w.clone().unsqueeze());
+                let got = matmul_weight(x.clone(), w.clone());
+                assert!(max_abs_diff(got, reference.clone()) < 1e-4);
+                // A transposed (strided) weight, read through its strides.
+                let wt = Tensor::<NdArray<f32>, 2>::from_data(w.transpose().into_data(), &device)
                     .transpose();
-            assert!(max_abs_diff(matmul_weight(x, wt), reference) < 1e-4);
+                assert!(max_abs_diff(matmul_weight(x, wt), reference) < 1e-4);
+            }
         }
     }
 
