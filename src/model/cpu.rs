@@ -31,14 +31,10 @@ pub fn owned<B: Backend, const D: usize>(
     shape: [usize; D],
     device: &B::Device,
 ) -> Tensor<B, D> {
-    let t = Tensor::from_data(TensorData::new(values, shape), device);
     if !is_cpu::<B>() {
-        return t;
+        return Tensor::from_data(TensorData::new(values, shape), device);
     }
-    let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(t.into_primitive().tensor()) else {
-        unreachable!("NdArray<f32> float tensors hold f32")
-    };
-    from_cpu(NdArrayTensor::F32(storage.into_owned().into()))
+    tensor(values, shape)
 }
 
 /// `x: [..., K]` times `w: [K, N]` → `[..., N]`.
@@ -48,7 +44,7 @@ pub fn matmul_weight<B: Backend, const D: usize>(x: Tensor<B, D>, w: Tensor<B, 2
     }
     let x = downcast::<NdArrayTensor>(x.into_primitive().tensor());
     let w = downcast::<NdArrayTensor>(w.into_primitive().tensor());
-    from_cpu(NdArrayTensor::F32(cpu_matmul(&x, &w).into()))
+    from_array(cpu_matmul(&x, &w))
 }
 
 /// `Tensor::cat(parts, dim)`. burn-ndarray's concatenation assigns element by element through
@@ -94,9 +90,7 @@ pub fn cat<B: Backend, const D: usize>(parts: Vec<Tensor<B, D>>, dim: usize) -> 
             values.extend_from_slice(&slice[o * run..(o + 1) * run]);
         }
     }
-    let array = ArcArray::from_shape_vec(IxDyn(&shape), values)
-        .expect("the parts fill the concatenated shape");
-    from_cpu(NdArrayTensor::F32(array.into()))
+    tensor(values, shape)
 }
 
 /// `1 / (1 + e^-x)`, elementwise.
@@ -120,21 +114,15 @@ fn map_in_place<B: Backend, const D: usize>(
     x: Tensor<B, D>,
     f: impl Fn(f32) -> f32,
 ) -> Tensor<B, D> {
-    let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(x.into_primitive().tensor()) else {
-        unreachable!("NdArray<f32> float tensors hold f32")
-    };
-    from_cpu(NdArrayTensor::F32(storage.into_owned().mapv_into(f).into()))
+    from_array(into_array(x).mapv_into(f))
 }
 
-/// A CPU float tensor's values in standard (row-major) order (only for the CPU backend): its own buffer when it is unshared and
+/// A CPU float tensor's values in standard (row-major) order: its own buffer when it is unshared and
 /// already in that order (the recurrent state, a decode step's q/k/v), else copied a contiguous
 /// last-axis run at a time (ndarray's element iterators over dynamic-rank arrays cost several
 /// times a copy: they were a quarter of a batch-32 decode step).
 pub(super) fn standard_values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
-    let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(t.into_primitive().tensor()) else {
-        unreachable!("NdArray<f32> float tensors hold f32")
-    };
-    let array = storage.into_owned();
+    let array = into_array(t);
     let len = array.len();
     if array.is_standard_layout() && array.is_unique() {
         let (mut buffer, offset) = array.into_owned().into_raw_vec_and_offset();
@@ -160,8 +148,7 @@ pub(super) fn tensor<B: Backend, const D: usize>(
     values: Vec<f32>,
     shape: [usize; D],
 ) -> Tensor<B, D> {
-    let array = ArcArray::from_shape_vec(IxDyn(&shape), values).expect("values fill the shape");
-    from_cpu(NdArrayTensor::F32(array.into()))
+    from_array(ArcArray::from_shape_vec(IxDyn(&shape), values).expect("values fill the shape"))
 }
 
 /// RMSNorm along the last axis, `x · rsqrt(mean(x²) + eps) · (weight_offset + w)`, times `silu(gate)`
@@ -206,10 +193,19 @@ pub(super) fn rms_norm<B: Backend, const D: usize>(
     tensor(values, shape)
 }
 
-/// Back from the CPU backend's primitive to `Tensor<B, D>` (only called when `B` is `NdArray<f32>`).
-pub(super) fn from_cpu<B: Backend, const D: usize>(t: NdArrayTensor) -> Tensor<B, D> {
+/// The CPU backend's array behind a float tensor, owned (a borrowed one is copied); only called
+/// when `B` is `NdArray<f32>`.
+fn into_array<B: Backend, const D: usize>(t: Tensor<B, D>) -> ArcArray<f32, IxDyn> {
+    let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(t.into_primitive().tensor()) else {
+        unreachable!("NdArray<f32> float tensors hold f32")
+    };
+    storage.into_owned()
+}
+
+/// Back from a CPU array to `Tensor<B, D>` (only called when `B` is `NdArray<f32>`).
+fn from_array<B: Backend, const D: usize>(array: ArcArray<f32, IxDyn>) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(downcast::<B::FloatTensorPrimitive>(
-        t,
+        NdArrayTensor::F32(array.into()),
     )))
 }
 
@@ -250,7 +246,8 @@ fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &mut Array2<f32>) {
     let ((m, k), n) = (x.dim(), w.ncols());
     assert_eq!(w.nrows(), k, "inner dimensions agree");
     assert_eq!(out.dim(), (m, n), "output shape");
-    let (xs, ws, os) = (x.strides(), w.strides(), out.strides().to_vec());
+    let (xs, ws) = (x.strides(), w.strides());
+    let os = [out.strides()[0], out.strides()[1]];
     let (x_ptr, w_ptr) = (x.as_ptr() as usize, w.as_ptr() as usize);
     let out_ptr = out.as_mut_ptr() as usize;
     // Output columns `from..from + len` = x @ w[:, from..from + len].
@@ -297,7 +294,7 @@ fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &mut Array2<f32>) {
 }
 
 /// Moves a value whose concrete type the caller has established through `TypeId`.
-pub(super) fn downcast<T: 'static>(value: impl Any) -> T {
+fn downcast<T: 'static>(value: impl Any) -> T {
     *(Box::new(value) as Box<dyn Any>)
         .downcast::<T>()
         .expect("type checked by TypeId")

@@ -43,8 +43,8 @@ impl<B: Backend> RmsNorm<B> {
     }
 
     pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
-        let offset = if self.zero_centered { 1.0 } else { 0.0 };
         if is_cpu::<B>() {
+            let offset = if self.zero_centered { 1.0 } else { 0.0 };
             return rms_norm(x, self.weight.val(), offset, self.eps, None);
         }
         let w = self.weight.val();
