@@ -2,8 +2,9 @@
 //! Qwen3-MoE: plain attention. Qwen3.5: `q_proj` emits `[q_h | gate_h]` per head and the output
 //! is multiplied by `sigmoid(gate)` before `o_proj`; RoPE may be partial.
 
+use super::attention_cpu;
 use super::cache::KvCache;
-use super::cpu::sigmoid;
+use super::cpu::{is_cpu, sigmoid};
 use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::rope::RopeTables;
@@ -178,6 +179,14 @@ impl<B: Backend> Attention<B> {
         let nkv = self.num_kv_heads;
         let rep = nh / nkv;
         let cached = k.dims()[2] - t;
+        if is_cpu::<B>() && t <= attention_cpu::FEW_QUERIES {
+            let start = |row: usize| starts[row.min(starts.len() - 1)];
+            let window = self.sliding_window;
+            let visible =
+                |row: usize, i: usize, j: usize| visible(window, start(row), cached, i, j);
+            let scale = (hd as f32).powf(-0.5);
+            return attention_cpu::attend(q.clone(), k.clone(), v.clone(), scale, &visible);
+        }
         let mut blocks: Vec<Tensor<B, 4>> = (0..t)
             .step_by(block)
             .map(|from| {
@@ -223,13 +232,8 @@ impl<B: Backend> Attention<B> {
         let mut m = vec![0f32; starts.len() * len * tk];
         for (r, &start) in starts.iter().enumerate() {
             for i in 0..len {
-                let qpos = start + from + i;
                 for j in 0..tk {
-                    let kpos = if j < cached { j } else { start + j - cached };
-                    let visible = (j >= cached || j < start)
-                        && kpos <= qpos
-                        && (self.sliding_window == 0 || qpos - kpos < self.sliding_window);
-                    if !visible {
+                    if !visible(self.sliding_window, start, cached, from + i, j) {
                         m[(r * len + i) * tk + j] = f32::NEG_INFINITY;
                     }
                 }
@@ -246,6 +250,15 @@ impl<B: Backend> Attention<B> {
         self.q_norm.visit(&format!("{prefix}.q_norm"), v);
         self.k_norm.visit(&format!("{prefix}.k_norm"), v);
     }
+}
+
+/// Whether new query `i` (0 = the first new token) of a row whose first `start` cached slots are
+/// real sees key slot `j` (the `cached` slots, then the new keys); `window` is the sliding window
+/// (0: none).
+fn visible(window: usize, start: usize, cached: usize, i: usize, j: usize) -> bool {
+    let qpos = start + i;
+    let kpos = if j < cached { j } else { start + j - cached };
+    (j >= cached || j < start) && kpos <= qpos && (window == 0 || qpos - kpos < window)
 }
 
 #[cfg(test)]
@@ -291,6 +304,52 @@ mod tests {
                     "window {window}, cached {cached}, block {block}: {diff}"
                 );
             }
+        }
+    }
+
+    /// The CPU kernel for a few queries (decode steps) sees the same keys and gives the same
+    /// outputs as the matrix-product path (which the autodiff backend takes): ragged rows of a
+    /// stacked batch, a sliding window, one and several new queries.
+    #[test]
+    fn few_query_kernel_equals_matrix_products() {
+        use burn::backend::Autodiff;
+        type A = Autodiff<NdArray<f32>>;
+        let device = Default::default();
+        for (window, cached, t) in [(0usize, 40usize, 1usize), (0, 40, 3), (9, 40, 8), (0, 0, 2)] {
+            let dims = AttentionDims {
+                hidden: 32,
+                num_heads: 6,
+                num_kv_heads: 2,
+                head_dim: 12,
+                bias: false,
+                gated: false,
+                zero_centered_norm: false,
+                eps: 1e-6,
+                sliding_window: window,
+                init_std: 0.5,
+            };
+            let cpu = Attention::<NdArray<f32>>::load(&mut RandomInit::new(7), "a", &dims, &device)
+                .unwrap();
+            let reference =
+                Attention::<A>::load(&mut RandomInit::new(7), "a", &dims, &device).unwrap();
+            let normal = Distribution::Normal(0.0, 2.0);
+            let q = Tensor::<NdArray<f32>, 4>::random([3, 6, t, 12], normal, &device);
+            let k = Tensor::<NdArray<f32>, 4>::random([3, 2, cached + t, 12], normal, &device);
+            let v = Tensor::<NdArray<f32>, 4>::random([3, 2, cached + t, 12], normal, &device);
+            // Row 1 has padding after its real cached keys; row 2 has no cached keys at all.
+            let starts = [cached, cached.saturating_sub(7), 0];
+            let got = cpu.attend(&q, &k, &v, &starts, 256);
+            let lift =
+                |x: &Tensor<NdArray<f32>, 4>| Tensor::<A, 4>::from_data(x.to_data(), &device);
+            let expected = reference.attend(&lift(&q), &lift(&k), &lift(&v), &starts, 256);
+            let diff = (got.into_data().to_vec::<f32>().unwrap().iter())
+                .zip(expected.into_data().to_vec::<f32>().unwrap())
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            assert!(
+                diff < 1e-5,
+                "window {window}, cached {cached}, {t} queries: {diff}"
+            );
         }
     }
 }

@@ -5,13 +5,13 @@
 //! products, which is what a GPU and autodiff want; on a CPU it costs more than the rule itself (the
 //! (I + A)⁻¹ of every chunk alone is a dozen 64×64×64 products per head) and runs as hundreds of
 //! small burn ops. The recurrent form does `4·dk·dv` multiply-adds per token and head on a state that
-//! stays in L1, so here it runs token by token, one (row, head) pair per rayon task, compiled for
+//! stays in L1, so here it runs token by token, (row, head) pairs dealt over [`spin_team`], compiled for
 //! AVX-512 or AVX2 when the machine has them. The order of every sum is fixed (over `dk`, one
 //! token after another), so the result does not depend on the SIMD width or the thread count.
 
 use super::cpu::{standard_values as values, tensor};
+use super::spin_team;
 use burn::prelude::*;
-use rayon::prelude::*;
 
 /// `q, k: [B, H, T, dk]`, `v: [B, H, T, dv]`, `g, beta: [B, H, T]`, `s0: [B, H, dk, dv]` (zeros when
 /// `None`) → the outputs `[B, H, T, dv]` and the final state. Only for the CPU backend
@@ -35,20 +35,21 @@ pub fn delta_rule<B: Backend>(
     if t == 0 {
         return (tensor(out, [b, h, t, dv]), tensor(state, [b, h, dk, dv]));
     }
-    out.par_chunks_mut(t * dv)
-        .zip(state.par_chunks_mut(dk * dv))
-        .enumerate()
-        .for_each(|(p, (o, s))| {
-            let head = Head {
-                dk,
-                q: &q[p * t * dk..(p + 1) * t * dk],
-                k: &k[p * t * dk..(p + 1) * t * dk],
-                v: &v[p * t * dv..(p + 1) * t * dv],
-                g: &g[p * t..(p + 1) * t],
-                beta: &beta[p * t..(p + 1) * t],
-            };
-            head.run(s, o);
-        });
+    let mut pairs: Vec<_> = out
+        .chunks_mut(t * dv)
+        .zip(state.chunks_mut(dk * dv))
+        .collect();
+    spin_team::for_each(&mut pairs, &|p, (o, s)| {
+        let head = Head {
+            dk,
+            q: &q[p * t * dk..(p + 1) * t * dk],
+            k: &k[p * t * dk..(p + 1) * t * dk],
+            v: &v[p * t * dv..(p + 1) * t * dv],
+            g: &g[p * t..(p + 1) * t],
+            beta: &beta[p * t..(p + 1) * t],
+        };
+        head.run(s, o);
+    });
     (tensor(out, [b, h, t, dv]), tensor(state, [b, h, dk, dv]))
 }
 

@@ -6,6 +6,7 @@
 //! convention, shared expert, MTP) live in the layers that `qwen3_moe` / `qwen3_5_moe` build.
 
 pub mod attention;
+pub mod attention_cpu;
 pub mod cache;
 pub mod checkpoint;
 pub mod cli;
@@ -26,6 +27,7 @@ pub mod qwen3_moe;
 pub mod rope;
 pub mod sampling;
 pub mod speculative;
+pub mod spin_team;
 pub mod weights;
 
 use anyhow::{bail, Result};
