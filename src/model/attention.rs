@@ -4,14 +4,13 @@
 
 use super::attention_cpu;
 use super::cache::KvCache;
-use super::cpu::{is_cpu, sigmoid};
+use super::cpu::{is_cpu, sigmoid, softmax_last};
 use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::rope::RopeTables;
 use super::weights::{linear, visit_linear, HfVisitor, WeightSource};
 use anyhow::Result;
 use burn::prelude::*;
-use burn::tensor::activation::softmax;
 use burn::tensor::TensorData;
 
 /// Queries per attention block on long inputs.
@@ -204,7 +203,7 @@ impl<B: Backend> Attention<B> {
                     .mul_scalar((hd as f64).powf(-0.5));
                 let scores = scores.reshape([b, nh, len, tk])
                     + self.mask(from, len, cached, starts, &q.device());
-                let probs = softmax(scores, 3).reshape([b, nkv, rep * len, tk]);
+                let probs = softmax_last(scores).reshape([b, nkv, rep * len, tk]);
                 probs.matmul(v).reshape([b, nh, len, hd])
             })
             .collect();

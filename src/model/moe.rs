@@ -2,13 +2,12 @@
 //! renormalisation, SwiGLU experts, optional sigmoid-gated shared expert), plus the
 //! Switch-Transformer load-balancing loss as transformers computes it.
 
-use super::cpu::{matmul_weight, owned, sigmoid, silu};
+use super::cpu::{matmul_weight, owned, sigmoid, silu, softmax_last};
 use super::linear::Linear;
 use super::weights::{linear, transposed, visit_linear, HfLayout, HfVisitor, Init, WeightSource};
 use anyhow::Result;
 use burn::module::Param;
 use burn::prelude::*;
-use burn::tensor::activation::softmax;
 use burn::tensor::{IndexingUpdateOp, TensorData};
 
 #[derive(Module, Debug)]
@@ -189,7 +188,7 @@ impl<B: Backend> SparseMoe<B> {
         let k = self.top_k;
         let device = x.device();
         let logits = self.gate.forward(x.clone());
-        let probs = softmax(logits.clone(), 1);
+        let probs = softmax_last(logits.clone());
         // Expert choice is discrete: decide it on the host, then gather the (differentiable)
         // probabilities of the chosen experts.
         let selected = top_k_rows(&probs_to_vec(&probs), e, k);
@@ -312,7 +311,7 @@ pub fn load_balancing_loss<B: Backend>(
     let mut prob_sum = Tensor::<B, 1>::zeros([num_experts], &device);
     let mut rows = 0usize;
     for logits in router_logits {
-        let probs = softmax(logits.clone(), 1);
+        let probs = softmax_last(logits.clone());
         for ex in top_k_rows(&probs_to_vec(&probs), num_experts, top_k) {
             counts[ex] += 1.0;
         }

@@ -7,7 +7,8 @@
 //! start while a decode step runs, and park (no CPU) once the model is idle.
 //!
 //! One caller at a time: a second thread that calls [`run`] while the team is busy (tests running
-//! in parallel, two models in one process) runs all the parts itself.
+//! in parallel, two models in one process) runs all the parts itself, and so does a rayon worker,
+//! whose pool already keeps the cores busy.
 
 use std::cell::UnsafeCell;
 use std::panic::{self, AssertUnwindSafe};
@@ -72,6 +73,11 @@ pub fn run(work: &(dyn Fn(usize) + Sync)) {
         return work(0);
     };
     let parts = team.threads.len() + 1;
+    if rayon::current_thread_index().is_some() {
+        // A rayon worker (one of several sequences evaluated in parallel, say) already shares
+        // the cores with its siblings; spinning helpers would only take turns with them.
+        return (0..parts).for_each(work);
+    }
     // A panic re-raised below poisons the lock; the team itself is still sound.
     let _guard = match team.caller.try_lock() {
         Ok(guard) => guard,
@@ -223,6 +229,24 @@ mod tests {
         let mut items = vec![0usize; 37];
         for_each(&mut items, &|i, item| *item += i + 1);
         assert_eq!(items, (1..=37).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn rayon_workers_run_every_part_themselves() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let caller = thread::current().id();
+            let elsewhere = AtomicUsize::new(0);
+            run(&|_| {
+                if thread::current().id() != caller {
+                    elsewhere.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            assert_eq!(elsewhere.load(Ordering::Relaxed), 0);
+        });
     }
 
     #[test]
