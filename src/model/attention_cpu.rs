@@ -7,7 +7,7 @@
 //! a 128-token one. Here every query reads the keys and values in place, once, one (row, kv head)
 //! pair per part of [`spin_team`]. Prefill (many queries) keeps burn's blocked matrix products.
 
-use super::cpu::{into_array, tensor};
+use super::cpu::{into_array, softmax_row, tensor};
 use super::spin_team;
 use burn::prelude::*;
 
@@ -53,23 +53,19 @@ pub fn attend<B: Backend>(
             // Query heads of this pair come one after another, each with its `t` queries.
             let i = query % t;
             let q = &q[(p * rep * t + query) * hd..][..hd];
-            let mut max = f32::NEG_INFINITY;
+            let mut any_visible = false;
             for (j, (w, key)) in weights.iter_mut().zip(keys.chunks_exact(hd)).enumerate() {
                 *w = if visible(row, i, j) {
+                    any_visible = true;
                     dot(q, key) * scale
                 } else {
                     f32::NEG_INFINITY
                 };
-                max = max.max(*w);
             }
-            if max == f32::NEG_INFINITY {
+            if !any_visible {
                 continue; // sees no key: zeros, as the output of an empty softmax is left
             }
-            let mut sum = 0.0;
-            for w in weights.iter_mut() {
-                *w = (*w - max).exp();
-                sum += *w;
-            }
+            softmax_row(&mut weights);
             for (&w, value) in weights.iter().zip(values.chunks_exact(hd)) {
                 if w != 0.0 {
                     for (o, &x) in o.iter_mut().zip(value) {
@@ -77,7 +73,6 @@ pub fn attend<B: Backend>(
                     }
                 }
             }
-            o.iter_mut().for_each(|o| *o /= sum);
         }
     });
     tensor(out, [b, nh, t, hd])
