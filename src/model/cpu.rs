@@ -26,6 +26,12 @@ pub(super) fn is_cpu<B: Backend>() -> bool {
     TypeId::of::<B>() == TypeId::of::<NdArray<f32>>()
 }
 
+/// Whether `B` is the CPU training backend (autodiff over `NdArray<f32>`), which has native
+/// operations of its own ([`super::delta_rule_train`]).
+pub(super) fn is_cpu_autodiff<B: Backend>() -> bool {
+    TypeId::of::<B>() == TypeId::of::<burn::backend::Autodiff<NdArray<f32>>>()
+}
+
 /// A tensor of `values` whose storage is owned (cheap to clone) on the CPU backend.
 pub fn owned<B: Backend, const D: usize>(
     values: Vec<f32>,
@@ -390,7 +396,7 @@ fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &mut Array2<f32>) {
 }
 
 /// Moves a value whose concrete type the caller has established through `TypeId`.
-fn downcast<T: 'static>(value: impl Any) -> T {
+pub(super) fn downcast<T: 'static>(value: impl Any) -> T {
     *(Box::new(value) as Box<dyn Any>)
         .downcast::<T>()
         .expect("type checked by TypeId")

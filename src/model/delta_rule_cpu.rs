@@ -40,33 +40,51 @@ pub fn delta_rule<B: Backend>(
         .zip(state.chunks_mut(dk * dv))
         .collect();
     spin_team::for_each(&mut pairs, &|p, (o, s)| {
-        let head = Head {
+        Head::of_pair(p, t, dk, dv, [&q, &k, &v, &g, &beta]).run(s, o);
+    });
+    (tensor(out, [b, h, t, dv]), tensor(state, [b, h, dk, dv]))
+}
+
+/// One (row, head) pair's inputs, time-major.
+pub(super) struct Head<'a> {
+    pub dk: usize,
+    pub q: &'a [f32],
+    pub k: &'a [f32],
+    pub v: &'a [f32],
+    pub g: &'a [f32],
+    pub beta: &'a [f32],
+}
+
+impl<'a> Head<'a> {
+    /// Pair `p`'s inputs from `[B, H, T, ·]` buffers in standard layout.
+    pub fn of_pair(p: usize, t: usize, dk: usize, dv: usize, x: [&'a [f32]; 5]) -> Head<'a> {
+        let [q, k, v, g, beta] = x;
+        Head {
             dk,
             q: &q[p * t * dk..(p + 1) * t * dk],
             k: &k[p * t * dk..(p + 1) * t * dk],
             v: &v[p * t * dv..(p + 1) * t * dv],
             g: &g[p * t..(p + 1) * t],
             beta: &beta[p * t..(p + 1) * t],
-        };
-        head.run(s, o);
-    });
-    (tensor(out, [b, h, t, dv]), tensor(state, [b, h, dk, dv]))
-}
+        }
+    }
 
-/// One (row, head) pair's inputs, time-major.
-struct Head<'a> {
-    dk: usize,
-    q: &'a [f32],
-    k: &'a [f32],
-    v: &'a [f32],
-    g: &'a [f32],
-    beta: &'a [f32],
-}
+    /// The inputs of tokens `range` only.
+    pub fn tokens(&self, range: std::ops::Range<usize>) -> Head<'a> {
+        let (dk, dv) = (self.dk, self.v.len() / self.g.len().max(1));
+        Head {
+            dk,
+            q: &self.q[range.start * dk..range.end * dk],
+            k: &self.k[range.start * dk..range.end * dk],
+            v: &self.v[range.start * dv..range.end * dv],
+            g: &self.g[range.clone()],
+            beta: &self.beta[range],
+        }
+    }
 
-impl Head<'_> {
     /// Runs the rule over every token, updating the state `s: [dk, dv]` and writing `o: [T, dv]`,
     /// with the widest vector instructions the machine has.
-    fn run(&self, s: &mut [f32], o: &mut [f32]) {
+    pub fn run(&self, s: &mut [f32], o: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         {
             if is_x86_feature_detected!("avx512f") {

@@ -5,8 +5,9 @@
 //! a gated RMSNorm and `out_proj`.
 
 use super::cache::DeltaNetState;
-use super::cpu::{cat, is_cpu, sigmoid, silu};
+use super::cpu::{cat, is_cpu, is_cpu_autodiff, sigmoid, silu};
 use super::delta_rule_cpu::delta_rule;
+use super::delta_rule_train;
 use super::linear::Linear;
 use super::norm::GatedRmsNorm;
 use super::weights::{linear, param, visit_linear, HfLayout, HfVisitor, Init, WeightSource};
@@ -247,6 +248,9 @@ impl<B: Backend> GatedDeltaNet<B> {
         let initial = state.as_mut().and_then(|s| s.recurrent.take());
         let (o, last) = match initial {
             s0 if is_cpu::<B>() => delta_rule(q, k, v, g, beta, s0),
+            s0 if is_cpu_autodiff::<B>() && t > 0 => {
+                delta_rule_train::delta_rule(q, k, v, g, beta, s0)
+            }
             Some(s0) if t == 1 => recurrent_rule(q, k, v, g, beta, s0),
             s0 => chunked_rule(q, k, v, g, beta, s0),
         };

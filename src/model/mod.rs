@@ -14,6 +14,7 @@ pub mod config;
 pub mod cpu;
 pub mod decoder;
 pub mod delta_rule_cpu;
+pub mod delta_rule_train;
 pub mod gated_deltanet;
 pub mod generate;
 pub mod inspect;
