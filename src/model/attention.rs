@@ -2,13 +2,13 @@
 //! Qwen3-MoE: plain attention. Qwen3.5: `q_proj` emits `[q_h | gate_h]` per head and the output
 //! is multiplied by `sigmoid(gate)` before `o_proj`; RoPE may be partial.
 
-use super::attention_cpu;
 use super::cache::KvCache;
-use super::cpu::{is_cpu, sigmoid, softmax_last};
+use super::cpu::{is_cpu, is_cpu_autodiff, sigmoid, softmax_last};
 use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::rope::RopeTables;
 use super::weights::{linear, visit_linear, HfVisitor, WeightSource};
+use super::{attention_cpu, attention_train};
 use anyhow::Result;
 use burn::prelude::*;
 use burn::tensor::TensorData;
@@ -174,18 +174,41 @@ impl<B: Backend> Attention<B> {
         starts: &[usize],
         block: usize,
     ) -> Tensor<B, 4> {
-        let [b, nh, t, hd] = q.dims();
-        let nkv = self.num_kv_heads;
-        let rep = nh / nkv;
+        let [_, _, t, hd] = q.dims();
         let cached = k.dims()[2] - t;
+        let scale = (hd as f32).powf(-0.5);
         if is_cpu::<B>() && t <= attention_cpu::FEW_QUERIES {
             let start = |row: usize| starts[row.min(starts.len() - 1)];
             let window = self.sliding_window;
             let visible =
                 |row: usize, i: usize, j: usize| visible(window, start(row), cached, i, j);
-            let scale = (hd as f32).powf(-0.5);
             return attention_cpu::attend(q.clone(), k.clone(), v.clone(), scale, &visible);
         }
+        if is_cpu_autodiff::<B>() {
+            let causal = attention_train::Causal {
+                window: self.sliding_window,
+                cached,
+                starts: starts.to_vec(),
+            };
+            return attention_train::attend(q.clone(), k.clone(), v.clone(), scale, causal);
+        }
+        self.attend_blocks(q, k, v, starts, block)
+    }
+
+    /// [`Self::attend`] in burn ops, `block` queries at a time (what the GPU runs; the reference of
+    /// the CPU kernels' tests).
+    pub(super) fn attend_blocks(
+        &self,
+        q: &Tensor<B, 4>,
+        k: &Tensor<B, 4>,
+        v: &Tensor<B, 4>,
+        starts: &[usize],
+        block: usize,
+    ) -> Tensor<B, 4> {
+        let [b, nh, t, hd] = q.dims();
+        let nkv = self.num_kv_heads;
+        let rep = nh / nkv;
+        let cached = k.dims()[2] - t;
         let mut blocks: Vec<Tensor<B, 4>> = (0..t)
             .step_by(block)
             .map(|from| {
@@ -254,7 +277,7 @@ impl<B: Backend> Attention<B> {
 /// Whether new query `i` (0 = the first new token) of a row whose first `start` cached slots are
 /// real sees key slot `j` (the `cached` slots, then the new keys); `window` is the sliding window
 /// (0: none).
-fn visible(window: usize, start: usize, cached: usize, i: usize, j: usize) -> bool {
+pub(super) fn visible(window: usize, start: usize, cached: usize, i: usize, j: usize) -> bool {
     let qpos = start + i;
     let kpos = if j < cached { j } else { start + j - cached };
     (j >= cached || j < start) && kpos <= qpos && (window == 0 || qpos - kpos < window)
@@ -307,12 +330,10 @@ mod tests {
     }
 
     /// The CPU kernel for a few queries (decode steps) sees the same keys and gives the same
-    /// outputs as the matrix-product path (which the autodiff backend takes): ragged rows of a
-    /// stacked batch, a sliding window, one and several new queries.
+    /// outputs as the matrix-product path in burn ops: ragged rows of a stacked batch, a sliding
+    /// window, one and several new queries.
     #[test]
     fn few_query_kernel_equals_matrix_products() {
-        use burn::backend::Autodiff;
-        type A = Autodiff<NdArray<f32>>;
         let device = Default::default();
         for (window, cached, t) in [(0usize, 40usize, 1usize), (0, 40, 3), (9, 40, 8), (0, 0, 2)] {
             let dims = AttentionDims {
@@ -327,20 +348,17 @@ mod tests {
                 sliding_window: window,
                 init_std: 0.5,
             };
-            let cpu = Attention::<NdArray<f32>>::load(&mut RandomInit::new(7), "a", &dims, &device)
-                .unwrap();
-            let reference =
-                Attention::<A>::load(&mut RandomInit::new(7), "a", &dims, &device).unwrap();
+            let attn =
+                Attention::<NdArray<f32>>::load(&mut RandomInit::new(7), "a", &dims, &device)
+                    .unwrap();
             let normal = Distribution::Normal(0.0, 2.0);
             let q = Tensor::<NdArray<f32>, 4>::random([3, 6, t, 12], normal, &device);
             let k = Tensor::<NdArray<f32>, 4>::random([3, 2, cached + t, 12], normal, &device);
             let v = Tensor::<NdArray<f32>, 4>::random([3, 2, cached + t, 12], normal, &device);
             // Row 1 has padding after its real cached keys; row 2 has no cached keys at all.
             let starts = [cached, cached.saturating_sub(7), 0];
-            let got = cpu.attend(&q, &k, &v, &starts, 256);
-            let lift =
-                |x: &Tensor<NdArray<f32>, 4>| Tensor::<A, 4>::from_data(x.to_data(), &device);
-            let expected = reference.attend(&lift(&q), &lift(&k), &lift(&v), &starts, 256);
+            let got = attn.attend(&q, &k, &v, &starts, 256);
+            let expected = attn.attend_blocks(&q, &k, &v, &starts, 256);
             let diff = (got.into_data().to_vec::<f32>().unwrap().iter())
                 .zip(expected.into_data().to_vec::<f32>().unwrap())
                 .map(|(a, b)| (a - b).abs())

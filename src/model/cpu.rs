@@ -204,19 +204,27 @@ pub fn softmax_last<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D>
     }
     let shape = x.dims();
     let mut values = standard_values(x);
-    for_each_row(&mut values, shape[D - 1], &|_, row| softmax_row(row));
+    for_each_row(&mut values, shape[D - 1], &|_, row| {
+        softmax_row(row);
+    });
     tensor(values, shape)
 }
 
-/// Softmax of one row, in place.
-pub(super) fn softmax_row(row: &mut [f32]) {
+/// Softmax of one row, in place; returns the row's log-sum-exp. A row of `-inf` only (every key
+/// masked) becomes zeros, its log-sum-exp `-inf`.
+pub(super) fn softmax_row(row: &mut [f32]) -> f32 {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    if max == f32::NEG_INFINITY {
+        row.fill(0.0);
+        return max;
+    }
     let mut sum = 0.0;
     for v in row.iter_mut() {
         *v = (*v - max).exp();
         sum += *v;
     }
     row.iter_mut().for_each(|v| *v /= sum);
+    max + sum.ln()
 }
 
 /// Values below which a row-wise pass runs on the calling thread alone.

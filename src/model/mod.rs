@@ -7,6 +7,7 @@
 
 pub mod attention;
 pub mod attention_cpu;
+pub mod attention_train;
 pub mod cache;
 pub mod checkpoint;
 pub mod cli;
