@@ -46,6 +46,9 @@ pub fn owned<B: Backend, const D: usize>(
 
 /// `x: [..., K]` times `w: [K, N]` → `[..., N]`.
 pub fn matmul_weight<B: Backend, const D: usize>(x: Tensor<B, D>, w: Tensor<B, 2>) -> Tensor<B, D> {
+    if is_cpu_autodiff::<B>() {
+        return super::linear_train::matmul_weight(x, w);
+    }
     if !is_cpu::<B>() {
         return x.matmul(w.unsqueeze());
     }
@@ -299,7 +302,7 @@ fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, Ix
 /// matrixmultiply stops at AVX2), has a matrix-vector path for the few rows of a decode step, and
 /// reads either operand through its strides (no transposed copy). Products above [`SPLIT_MIN_WORK`]
 /// are split over [`spin_team`].
-fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &mut Array2<f32>) {
+pub(super) fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &mut Array2<f32>) {
     let ((m, k), n) = (x.dim(), w.ncols());
     assert_eq!(w.nrows(), k, "inner dimensions agree");
     assert_eq!(out.dim(), (m, n), "output shape");

@@ -20,6 +20,7 @@ pub mod gated_deltanet;
 pub mod generate;
 pub mod inspect;
 pub mod linear;
+pub mod linear_train;
 pub mod moe;
 pub mod mtp;
 pub mod norm;
