@@ -8,9 +8,9 @@
 //!
 //! One caller at a time: a second thread that calls [`run`] while the team is busy (tests running
 //! in parallel, two models in one process) runs all the parts itself, and so does a rayon worker,
-//! whose pool already keeps the cores busy.
+//! whose pool already keeps the cores busy, and a thread inside [`alone`].
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, TryLockError};
@@ -50,6 +50,25 @@ struct Team {
 unsafe impl Sync for Team {}
 unsafe impl Send for Team {}
 
+thread_local! {
+    static ALONE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with every section it starts run on this thread alone: for threads that each keep a
+/// core busy already (the parallel micro-batches of a training step), where helpers spinning for
+/// one of them would take turns with the others.
+pub fn alone<R>(f: impl FnOnce() -> R) -> R {
+    /// Restores the flag on return and on unwinding.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ALONE.set(self.0);
+        }
+    }
+    let _restore = Restore(ALONE.replace(true));
+    f()
+}
+
 /// The number of parts [`run`] splits work into on this machine: one per helper plus the caller.
 pub fn parts() -> usize {
     team().map_or(1, |t| t.threads.len() + 1)
@@ -73,7 +92,7 @@ pub fn run(work: &(dyn Fn(usize) + Sync)) {
         return work(0);
     };
     let parts = team.threads.len() + 1;
-    if rayon::current_thread_index().is_some() {
+    if rayon::current_thread_index().is_some() || ALONE.get() {
         // A rayon worker (one of several sequences evaluated in parallel, say) already shares
         // the cores with its siblings; spinning helpers would only take turns with them.
         return (0..parts).for_each(work);
@@ -231,13 +250,10 @@ mod tests {
         assert_eq!(items, (1..=37).collect::<Vec<_>>());
     }
 
+    /// Every part of a section started on a rayon worker or inside `alone` runs on that thread.
     #[test]
-    fn rayon_workers_run_every_part_themselves() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        pool.install(|| {
+    fn rayon_workers_and_threads_alone_run_every_part_themselves() {
+        let parts_elsewhere = || {
             let caller = thread::current().id();
             let elsewhere = AtomicUsize::new(0);
             run(&|_| {
@@ -245,8 +261,16 @@ mod tests {
                     elsewhere.fetch_add(1, Ordering::Relaxed);
                 }
             });
-            assert_eq!(elsewhere.load(Ordering::Relaxed), 0);
-        });
+            elsewhere.load(Ordering::Relaxed)
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        assert_eq!(pool.install(parts_elsewhere), 0);
+        for _ in 0..100 {
+            assert_eq!(alone(parts_elsewhere), 0);
+        }
     }
 
     #[test]

@@ -29,7 +29,7 @@ use super::checkpoint::{self, TrainerState};
 use super::metrics;
 use super::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
 use super::view::{SegmentKind, TrainingView};
-use crate::model::CausalLm;
+use crate::model::{spin_team, CausalLm};
 
 /// Settings of one training run (TRL/transformers names where they exist).
 #[derive(Debug, Clone)]
@@ -299,6 +299,8 @@ pub fn step_gradients<B: AutodiffBackend>(
     let mut pending = micro.into_iter().peekable();
     while pending.peek().is_some() {
         let wave: Vec<BatchTensors<B>> = pending.by_ref().take(threads).collect();
+        // Each pass of a wave of several keeps a core busy: its parallel sections stay on its thread.
+        let alone = wave.len() > 1;
         // Scoped OS threads, not rayon tasks: a pass holds burn's autodiff lock while its ops fan
         // out on rayon, so passes running as rayon tasks can deadlock.
         let results = std::thread::scope(|scope| {
@@ -309,10 +311,17 @@ pub fn step_gradients<B: AutodiffBackend>(
                     let loss_of = &loss_of;
                     scope.spawn(
                         move || -> Result<(LossParts, GradBuffer<B::InnerBackend>)> {
-                            let (loss, p) = loss_of(&m, &b)?;
-                            let mut grads = GradBuffer::default();
-                            grads.accumulate::<B, _>(&m, &loss.backward());
-                            Ok((p, grads))
+                            let pass = || {
+                                let (loss, p) = loss_of(&m, &b)?;
+                                let mut grads = GradBuffer::default();
+                                grads.accumulate::<B, _>(&m, &loss.backward());
+                                Ok((p, grads))
+                            };
+                            if alone {
+                                spin_team::alone(pass)
+                            } else {
+                                pass()
+                            }
                         },
                     )
                 })
