@@ -2,8 +2,9 @@
 //! Qwen3-MoE: plain attention. Qwen3.5: `q_proj` emits `[q_h | gate_h]` per head and the output
 //! is multiplied by `sigmoid(gate)` before `o_proj`; RoPE may be partial.
 
+use super::autodiff_cpu::is_cpu_autodiff;
 use super::cache::KvCache;
-use super::cpu::{is_cpu, is_cpu_autodiff, sigmoid, softmax_last};
+use super::cpu::{is_cpu, sigmoid, softmax_last};
 use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::rope::RopeTables;

@@ -14,21 +14,14 @@
 //! `dk = scale · dsᵀ q`.
 
 use super::attention::visible;
-use super::cpu::{downcast, softmax_row, standard_values as values};
+use super::autodiff_cpu::{self as ad, Cpu};
+use super::cpu::softmax_row;
 use super::spin_team;
 use burn::backend::autodiff::checkpoint::{base::Checkpointer, strategy::NoCheckpointing};
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::{Autodiff, NdArray};
 use burn::prelude::*;
-use burn::tensor::TensorPrimitive;
-use burn_ndarray::NdArrayTensor;
-use ndarray::{ArcArray, IxDyn};
 use std::sync::Arc;
-
-type Cpu = NdArray<f32>;
-/// `AutodiffTensor<Cpu>` (burn exports the type only as the backend's float primitive).
-type AutodiffTensor = <Autodiff<Cpu> as Backend>::FloatTensorPrimitive;
 
 /// Queries per block: a block's scores (`BLOCK × keys`) stay in the core's cache.
 const BLOCK: usize = 64;
@@ -51,7 +44,7 @@ impl Causal {
 
 /// `q: [B, nh, T, hd]` against `k, v: [B, nkv, cached + T, hd]` (query head `h` reads kv head
 /// `h / (nh / nkv)`), scores scaled by `scale` → `[B, nh, T, hd]`; for `B` =
-/// `Autodiff<NdArray<f32>>` ([`super::cpu::is_cpu_autodiff`]), with gradients for `q`, `k` and `v`.
+/// `Autodiff<NdArray<f32>>` ([`ad::is_cpu_autodiff`]), with gradients for `q`, `k` and `v`.
 pub fn attend<B: Backend>(
     q: Tensor<B, 4>,
     k: Tensor<B, 4>,
@@ -61,11 +54,8 @@ pub fn attend<B: Backend>(
 ) -> Tensor<B, 4> {
     let [b, nh, t, hd] = q.dims();
     let [_, nkv, tk, _] = k.dims();
-    let inputs = [
-        tracked(q.into_primitive().tensor()),
-        tracked(k.into_primitive().tensor()),
-        tracked(v.into_primitive().tensor()),
-    ];
+    let inputs = [ad::primitive(q), ad::primitive(k), ad::primitive(v)];
+    let [q, k, v] = inputs.each_ref().map(|x| ad::values(&x.primitive));
     let mut saved = Saved {
         dims: Dims {
             b,
@@ -77,18 +67,14 @@ pub fn attend<B: Backend>(
         },
         scale,
         causal,
-        q: cpu_values(&inputs[0]),
-        k: cpu_values(&inputs[1]),
-        v: cpu_values(&inputs[2]),
+        q,
+        k,
+        v,
         out: Vec::new(),
         lse: Vec::new(),
     };
     (saved.out, saved.lse) = forward(&saved);
-    let out = NdArrayTensor::F32(
-        ArcArray::from_shape_vec(IxDyn(&[b, nh, t, hd]), saved.out.clone())
-            .expect("outputs fill the shape")
-            .into(),
-    );
+    let out = ad::inner(saved.out.clone(), &[b, nh, t, hd]);
     let nodes = inputs.map(|x| x.node.clone());
     let out = match AttentionBackward
         .prepare::<NoCheckpointing>(nodes)
@@ -98,19 +84,7 @@ pub fn attend<B: Backend>(
         OpsKind::Tracked(prep) => prep.finish(Arc::new(saved), out),
         OpsKind::UnTracked(prep) => prep.finish(out),
     };
-    Tensor::from_primitive(TensorPrimitive::Float(downcast::<B::FloatTensorPrimitive>(
-        out,
-    )))
-}
-
-fn tracked(x: impl std::any::Any) -> AutodiffTensor {
-    downcast::<AutodiffTensor>(x)
-}
-
-fn cpu_values(x: &AutodiffTensor) -> Vec<f32> {
-    values(Tensor::<Cpu, 4>::from_primitive(TensorPrimitive::Float(
-        x.primitive.clone(),
-    )))
+    ad::tensor(out)
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -260,9 +234,7 @@ impl Backward<Cpu, 3> for AttentionBackward {
             hd,
         } = x.dims;
         let rep = nh / nkv;
-        let d_out = values(Tensor::<Cpu, 4>::from_primitive(TensorPrimitive::Float(
-            grads.consume::<Cpu>(&ops.node),
-        )));
+        let d_out = ad::values(&grads.consume::<Cpu>(&ops.node));
         let mut dq = vec![0.0; b * nh * t * hd];
         let mut dk = vec![0.0; b * nkv * tk * hd];
         let mut dv = vec![0.0; b * nkv * tk * hd];
@@ -278,10 +250,7 @@ impl Backward<Cpu, 3> for AttentionBackward {
         }
         let shapes = [[b, nh, t, hd], [b, nkv, tk, hd], [b, nkv, tk, hd]];
         for ((parent, values), shape) in ops.parents.iter().zip([dq, dk, dv]).zip(shapes) {
-            if let Some(node) = parent {
-                let array = ArcArray::from_shape_vec(IxDyn(&shape), values).expect("shape");
-                grads.register::<Cpu>(node.id, NdArrayTensor::F32(array.into()));
-            }
+            ad::register(grads, parent.as_ref().map(|n| n.id), values, &shape);
         }
     }
 }
@@ -442,6 +411,7 @@ mod tests {
     use super::*;
     use crate::model::attention::{Attention, AttentionDims};
     use crate::model::weights::RandomInit;
+    use burn::backend::Autodiff;
     use burn::tensor::Distribution;
 
     type A = Autodiff<Cpu>;

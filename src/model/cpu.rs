@@ -13,6 +13,7 @@
 //! All apply only to `NdArray<f32>` without autodiff (inference); every other backend (autodiff
 //! for training, CUDA) takes burn's own path. The tests check the two paths agree.
 
+use super::autodiff_cpu::is_cpu_autodiff;
 use super::spin_team;
 use burn::prelude::*;
 use burn::tensor::{activation, TensorData, TensorPrimitive};
@@ -24,12 +25,6 @@ use std::ops::Range;
 /// Whether `B` is the inference CPU backend these fast paths serve.
 pub(super) fn is_cpu<B: Backend>() -> bool {
     TypeId::of::<B>() == TypeId::of::<NdArray<f32>>()
-}
-
-/// Whether `B` is the CPU training backend (autodiff over `NdArray<f32>`), which has native
-/// operations of its own ([`super::delta_rule_train`]).
-pub(super) fn is_cpu_autodiff<B: Backend>() -> bool {
-    TypeId::of::<B>() == TypeId::of::<burn::backend::Autodiff<NdArray<f32>>>()
 }
 
 /// A tensor of `values` whose storage is owned (cheap to clone) on the CPU backend.
@@ -132,7 +127,11 @@ fn map_in_place<B: Backend, const D: usize>(
 /// last-axis run at a time (ndarray's element iterators over dynamic-rank arrays cost several
 /// times a copy: they were a quarter of a batch-32 decode step).
 pub(super) fn standard_values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
-    let array = into_array(t);
+    array_values(into_array(t))
+}
+
+/// [`standard_values`] of an array.
+pub(super) fn array_values(array: ArcArray<f32, IxDyn>) -> Vec<f32> {
     let len = array.len();
     if array.is_standard_layout() && array.is_unique() {
         let (mut buffer, offset) = array.into_owned().into_raw_vec_and_offset();

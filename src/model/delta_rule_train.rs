@@ -16,28 +16,20 @@
 //! `dS' += q doᵀ`, `dq = S' do`, `dδ = dS'ᵀ k` (δ = β u), `dk = dS' δ + A dm`, `dv = β dδ`,
 //! `dβ = dδ·u`, `dm = −β dδ`, `dA = dS' + k dmᵀ`, `dg = Σ dA ⊙ A`, `dS = e^g dA`.
 
-use super::cpu::{downcast, standard_values as values};
+use super::autodiff_cpu::{self as ad, Cpu};
 use super::delta_rule_cpu::Head;
 use super::spin_team;
 use burn::backend::autodiff::checkpoint::{base::Checkpointer, strategy::NoCheckpointing};
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::{Autodiff, NdArray};
 use burn::prelude::*;
-use burn::tensor::TensorPrimitive;
-use burn_ndarray::NdArrayTensor;
-use ndarray::{ArcArray, IxDyn};
 use std::sync::Arc;
-
-type Cpu = NdArray<f32>;
-/// `AutodiffTensor` (burn exports the type only as the backend's float primitive).
-type AutodiffTensor = <Autodiff<Cpu> as Backend>::FloatTensorPrimitive;
 
 /// Tokens between two kept states: the backward pass holds `CHUNK + 1` states of a head at a time.
 const CHUNK: usize = 64;
 
 /// Same arguments and results as [`super::delta_rule_cpu::delta_rule`], for `B` =
-/// `Autodiff<NdArray<f32>>` ([`super::cpu::is_cpu_autodiff`]); gradients flow to every input,
+/// `Autodiff<NdArray<f32>>` ([`ad::is_cpu_autodiff`]); gradients flow to every input,
 /// `s0` included.
 pub fn delta_rule<B: Backend>(
     q: Tensor<B, 4>,
@@ -51,28 +43,25 @@ pub fn delta_rule<B: Backend>(
     let dv = v.dims()[3];
     let s0 = s0.unwrap_or_else(|| Tensor::zeros([b, h, dk, dv], &q.device()));
     let inputs = [
-        tracked(q.into_primitive().tensor()),
-        tracked(k.into_primitive().tensor()),
-        tracked(v.into_primitive().tensor()),
-        tracked(g.into_primitive().tensor()),
-        tracked(beta.into_primitive().tensor()),
-        tracked(s0.into_primitive().tensor()),
+        ad::primitive(q),
+        ad::primitive(k),
+        ad::primitive(v),
+        ad::primitive(g),
+        ad::primitive(beta),
+        ad::primitive(s0),
     ];
+    let [q, k, v, g, beta, s0] = inputs.each_ref().map(|x| ad::values(&x.primitive));
     let saved = Saved {
         dims: [b, h, t, dk, dv],
-        q: cpu_values::<4>(&inputs[0]),
-        k: cpu_values::<4>(&inputs[1]),
-        v: cpu_values::<4>(&inputs[2]),
-        g: cpu_values::<3>(&inputs[3]),
-        beta: cpu_values::<3>(&inputs[4]),
+        q,
+        k,
+        v,
+        g,
+        beta,
         kept: Vec::new(),
     };
-    let (out, kept) = forward(&saved, &cpu_values::<4>(&inputs[5]));
-    let out = NdArrayTensor::F32(
-        ArcArray::from_shape_vec(IxDyn(&[b, h, t + dk, dv]), out)
-            .expect("outputs fill the shape")
-            .into(),
-    );
+    let (out, kept) = forward(&saved, &s0);
+    let out = ad::inner(out, &[b, h, t + dk, dv]);
     let nodes = inputs.map(|x| x.node.clone());
     let joined = match DeltaRuleBackward
         .prepare::<NoCheckpointing>(nodes)
@@ -82,20 +71,8 @@ pub fn delta_rule<B: Backend>(
         OpsKind::Tracked(prep) => prep.finish(Arc::new(Saved { kept, ..saved }), out),
         OpsKind::UnTracked(prep) => prep.finish(out),
     };
-    let joined: Tensor<B, 4> = Tensor::from_primitive(TensorPrimitive::Float(downcast::<
-        B::FloatTensorPrimitive,
-    >(joined)));
+    let joined: Tensor<B, 4> = ad::tensor(joined);
     (joined.clone().narrow(2, 0, t), joined.narrow(2, t, dk))
-}
-
-fn tracked(x: impl std::any::Any) -> AutodiffTensor {
-    downcast::<AutodiffTensor>(x)
-}
-
-fn cpu_values<const D: usize>(x: &AutodiffTensor) -> Vec<f32> {
-    values(Tensor::<Cpu, D>::from_primitive(TensorPrimitive::Float(
-        x.primitive.clone(),
-    )))
 }
 
 /// What the backward pass needs: the inputs (standard layout) and each head's state at the start
@@ -156,9 +133,7 @@ impl Backward<Cpu, 6> for DeltaRuleBackward {
     fn backward(self, ops: Ops<Self::State, 6>, grads: &mut Gradients, _: &mut Checkpointer) {
         let x = ops.state;
         let [b, h, t, dk, dv] = x.dims;
-        let grad = values(Tensor::<Cpu, 4>::from_primitive(TensorPrimitive::Float(
-            grads.consume::<Cpu>(&ops.node),
-        )));
+        let grad = ad::values(&grads.consume::<Cpu>(&ops.node));
         let mut d = Grads {
             q: vec![0.0; b * h * t * dk],
             k: vec![0.0; b * h * t * dk],
@@ -204,10 +179,7 @@ impl Backward<Cpu, 6> for DeltaRuleBackward {
         } = d;
         for ((parent, values), shape) in ops.parents.iter().zip([q, k, v, g, beta, s0]).zip(shapes)
         {
-            if let Some(node) = parent {
-                let array = ArcArray::from_shape_vec(IxDyn(shape), values).expect("shape");
-                grads.register::<Cpu>(node.id, NdArrayTensor::F32(array.into()));
-            }
+            ad::register(grads, parent.as_ref().map(|n| n.id), values, shape);
         }
     }
 }
@@ -365,6 +337,7 @@ fn sweep(x: &Head, kept: &[f32], d_o: &[f32], ds: &mut [f32], d: &mut HeadGrads)
 mod tests {
     use super::*;
     use crate::model::gated_deltanet::chunked_rule;
+    use burn::backend::Autodiff;
     use burn::tensor::Distribution;
 
     type A = Autodiff<Cpu>;

@@ -4,8 +4,9 @@
 //! for single-token decode; a native loop on the inference CPU backend, see `delta_rule_cpu`), then
 //! a gated RMSNorm and `out_proj`.
 
+use super::autodiff_cpu::is_cpu_autodiff;
 use super::cache::DeltaNetState;
-use super::cpu::{cat, is_cpu, is_cpu_autodiff, sigmoid, silu};
+use super::cpu::{cat, is_cpu, sigmoid, silu};
 use super::delta_rule_cpu::delta_rule;
 use super::delta_rule_train;
 use super::linear::Linear;

@@ -7,30 +7,24 @@
 //! operand into a fresh array first (burn-ndarray's reshape), and ran on matrixmultiply's AVX2
 //! kernels where gemm has AVX-512 ones.
 
-use super::cpu::{downcast, gemm_into, into_array};
+use super::autodiff_cpu::{self as ad, Cpu};
+use super::cpu::gemm_into;
 use burn::backend::autodiff::checkpoint::{base::Checkpointer, strategy::NoCheckpointing};
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::{Autodiff, NdArray};
 use burn::prelude::*;
-use burn::tensor::TensorPrimitive;
 use burn_ndarray::NdArrayTensor;
 use ndarray::{ArcArray, Array2, ArrayView2, Ix2, IxDyn};
 
-type Cpu = NdArray<f32>;
-/// `AutodiffTensor<Cpu>` (burn exports the type only as the backend's float primitive).
-type AutodiffTensor = <Autodiff<Cpu> as Backend>::FloatTensorPrimitive;
-
 /// `x: [..., K]` times `w: [K, N]` → `[..., N]`, for `B` = `Autodiff<NdArray<f32>>`
-/// ([`super::cpu::is_cpu_autodiff`]), with gradients for both.
+/// ([`ad::is_cpu_autodiff`]), with gradients for both.
 pub fn matmul_weight<B: Backend, const D: usize>(x: Tensor<B, D>, w: Tensor<B, 2>) -> Tensor<B, D> {
-    let x = downcast::<AutodiffTensor>(x.into_primitive().tensor());
-    let w = downcast::<AutodiffTensor>(w.into_primitive().tensor());
-    let x_values = array::<D>(&x);
+    let (x, w) = (ad::primitive(x), ad::primitive(w));
+    let x_values = ad::array(&x.primitive);
     let shape = x_values.shape().to_vec();
     let saved = Saved {
         x: rows(x_values, shape[D - 1]),
-        w: array::<2>(&w)
+        w: ad::array(&w.primitive)
             .into_dimensionality::<Ix2>()
             .expect("the weight is 2-D"),
         x_shape: shape,
@@ -48,15 +42,7 @@ pub fn matmul_weight<B: Backend, const D: usize>(x: Tensor<B, D>, w: Tensor<B, 2
         OpsKind::Tracked(prep) => prep.finish(saved, out),
         OpsKind::UnTracked(prep) => prep.finish(out),
     };
-    Tensor::from_primitive(TensorPrimitive::Float(downcast::<B::FloatTensorPrimitive>(
-        out,
-    )))
-}
-
-fn array<const D: usize>(x: &AutodiffTensor) -> ArcArray<f32, IxDyn> {
-    into_array(Tensor::<Cpu, D>::from_primitive(TensorPrimitive::Float(
-        x.primitive.clone(),
-    )))
+    ad::tensor(out)
 }
 
 /// `x` as `[rows, k]` in standard layout (a copy only when it is strided).
@@ -95,10 +81,7 @@ impl Backward<Cpu, 2> for WeightProductBackward {
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
         let Saved { x, w, x_shape } = ops.state;
         let n = w.ncols();
-        let NdArrayTensor::F32(d_out) = grads.consume::<Cpu>(&ops.node) else {
-            unreachable!("NdArray<f32> float tensors hold f32")
-        };
-        let d_out = rows(d_out.into_owned(), n);
+        let d_out = rows(ad::array(&grads.consume::<Cpu>(&ops.node)), n);
         let [x_node, w_node] = ops.parents;
         if let Some(node) = x_node {
             let mut dx = Array2::zeros(x.dim());
@@ -117,6 +100,7 @@ impl Backward<Cpu, 2> for WeightProductBackward {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use burn::backend::Autodiff;
     use burn::tensor::Distribution;
 
     type A = Autodiff<Cpu>;

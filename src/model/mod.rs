@@ -8,6 +8,7 @@
 pub mod attention;
 pub mod attention_cpu;
 pub mod attention_train;
+pub mod autodiff_cpu;
 pub mod cache;
 pub mod checkpoint;
 pub mod cli;

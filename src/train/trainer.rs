@@ -29,6 +29,7 @@ use super::checkpoint::{self, TrainerState};
 use super::metrics;
 use super::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
 use super::view::{SegmentKind, TrainingView};
+use crate::model::autodiff_cpu::is_cpu_autodiff;
 use crate::model::{spin_team, CausalLm};
 
 /// Settings of one training run (TRL/transformers names where they exist).
@@ -129,6 +130,12 @@ pub fn trained_token_loss<B: Backend>(
 /// `-Σ log p(target) × weight` over the trained positions, from their logits `[K, V]`.
 fn weighted_nll<B: Backend>(logits: Tensor<B, 2>, batch: &BatchTensors<B>) -> Tensor<B, 1> {
     let k = logits.dims()[0];
+    if is_cpu_autodiff::<B>() {
+        let data = batch.trained_targets.to_data().convert::<i64>();
+        let targets = data.iter::<i64>().map(|t| t as usize).collect();
+        let weights = batch.trained_weights.to_data().iter::<f32>().collect();
+        return super::nll_train::weighted_nll(logits, targets, weights);
+    }
     let lp = log_softmax(logits, 1)
         .gather(1, batch.trained_targets.clone().reshape([k, 1]))
         .reshape([k]);
