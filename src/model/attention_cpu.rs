@@ -53,18 +53,14 @@ pub fn attend<B: Backend>(
             // Query heads of this pair come one after another, each with its `t` queries.
             let i = query % t;
             let q = &q[(p * rep * t + query) * hd..][..hd];
-            let mut any_visible = false;
             for (j, (w, key)) in weights.iter_mut().zip(keys.chunks_exact(hd)).enumerate() {
                 *w = if visible(row, i, j) {
-                    any_visible = true;
                     dot(q, key) * scale
                 } else {
                     f32::NEG_INFINITY
                 };
             }
-            if !any_visible {
-                continue; // sees no key: zeros, as the output of an empty softmax is left
-            }
+            // A query that sees no key gets all-zero weights, so its output stays zero.
             softmax_row(&mut weights);
             for (&w, value) in weights.iter().zip(values.chunks_exact(hd)) {
                 if w != 0.0 {

@@ -21,6 +21,7 @@ use burn::backend::autodiff::checkpoint::{base::Checkpointer, strategy::NoCheckp
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::prelude::*;
+use ndarray::{ArcArray, IxDyn};
 use std::sync::Arc;
 
 /// Queries per block: a block's scores (`BLOCK × keys`) stay in the core's cache.
@@ -70,11 +71,13 @@ pub fn attend<B: Backend>(
         q,
         k,
         v,
-        out: Vec::new(),
+        out: ArcArray::zeros(IxDyn(&[0])),
         lse: Vec::new(),
     };
-    (saved.out, saved.lse) = forward(&saved);
-    let out = ad::inner(saved.out.clone(), &[b, nh, t, hd]);
+    let (out, lse) = forward(&saved);
+    // The output tensor and the backward pass's copy share one buffer.
+    (saved.out, saved.lse) = (ad::shared(out, &[b, nh, t, hd]), lse);
+    let out = ad::inner_of(saved.out.clone());
     let nodes = inputs.map(|x| x.node.clone());
     let out = match AttentionBackward
         .prepare::<NoCheckpointing>(nodes)
@@ -106,7 +109,7 @@ struct Saved {
     q: Vec<f32>,
     k: Vec<f32>,
     v: Vec<f32>,
-    out: Vec<f32>,
+    out: ArcArray<f32, IxDyn>,
     lse: Vec<f32>,
 }
 
@@ -267,6 +270,10 @@ fn backward_pair(
     let Dims { nh, nkv, t, hd, .. } = x.dims;
     let rep = nh / nkv;
     let pair = x.pair(p);
+    let out = x
+        .out
+        .as_slice()
+        .expect("the output is saved in standard layout");
     let (mut probs, mut d_scores) = (Vec::new(), Vec::new());
     for head in 0..rep {
         let first = p * rep * t + head * t; // this head's first query among all [B, nh, T]
@@ -276,7 +283,7 @@ fn backward_pair(
             let (queries, d_o, o) = (
                 &pair.q[(head * t + from) * hd..][..n * hd],
                 &d_out[rows.clone()],
-                &x.out[rows],
+                &out[rows],
             );
             let lse = &x.lse[first + from..first + from + n];
             let keys = x.probabilities(&pair, queries, from, &mut probs, Lse::Known(lse));

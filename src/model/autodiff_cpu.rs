@@ -52,10 +52,19 @@ pub fn values(x: &NdArrayTensor) -> Vec<f32> {
     array_values(array(x))
 }
 
+/// `values` (row-major) as an array of `shape` that a tensor and an op's saved state can both hold.
+pub fn shared(values: Vec<f32>, shape: &[usize]) -> ArcArray<f32, IxDyn> {
+    ArcArray::from_shape_vec(IxDyn(shape), values).expect("values fill the shape")
+}
+
+/// An inner tensor over `array` (its storage shared, not copied).
+pub fn inner_of(array: ArcArray<f32, IxDyn>) -> NdArrayTensor {
+    NdArrayTensor::F32(array.into())
+}
+
 /// An inner tensor of `shape` over `values` (row-major).
 pub fn inner(values: Vec<f32>, shape: &[usize]) -> NdArrayTensor {
-    let array = ArcArray::from_shape_vec(IxDyn(shape), values).expect("values fill the shape");
-    NdArrayTensor::F32(array.into())
+    inner_of(shared(values, shape))
 }
 
 /// Adds the gradient `values` (of `shape`) to `node`'s, if the parent is tracked.
