@@ -140,6 +140,29 @@ fn view_masks_exactly_the_generated_assistant_tokens() {
 }
 
 #[test]
+fn scaling_tool_call_segments_weights_only_their_trained_tokens() {
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let mut v = b
+        .build(&record("r1", "Is p1 in stock?", "Yes, 3 left."))
+        .unwrap();
+    v.scale_segments(SegmentKind::ToolCall, 4.0);
+    let w = v.weights.clone().unwrap();
+    let r = runs(&v.loss_mask);
+    assert!(
+        w[r[0].0..r[0].1].iter().all(|&x| x == 4.0),
+        "tool call: {w:?}"
+    );
+    assert!(w[r[1].0..r[1].1].iter().all(|&x| x == 1.0), "reply: {w:?}");
+    // Untrained tokens stay at 0 (the mask), so the batch never trains them.
+    let untrained = (0..v.len()).filter(|&i| v.loss_mask[i] == 0);
+    assert!(untrained.map(|i| w[i]).all(|x| x == 0.0));
+    // Scaling composes with existing weights.
+    v.scale_segments(SegmentKind::ToolCall, 0.5);
+    assert!(v.weights.unwrap()[r[0].0..r[0].1].iter().all(|&x| x == 2.0));
+}
+
+#[test]
 fn records_without_assistant_tokens_and_overlong_ones_are_counted_skips() {
     let dir = tokenizer_dir();
     let b = ViewBuilder::from_dir(dir.path()).unwrap();

@@ -25,7 +25,7 @@ use crate::sim::faults::FaultPlan;
 use crate::train::data::load_views;
 use crate::train::optim::AdamWConfig;
 use crate::train::trainer::{self, RunDirs, TrainConfig, TrainData};
-use crate::train::view::{check_tokenizer_fits, ViewBuilder};
+use crate::train::view::{check_tokenizer_fits, SegmentKind, ViewBuilder};
 
 #[derive(Debug, Args)]
 pub struct CollectArgs {
@@ -233,6 +233,11 @@ pub struct TrainArgs {
     /// Weight of the MTP head's loss (0 = off).
     #[arg(long, default_value_t = 0.0)]
     pub mtp_loss_weight: f64,
+    /// Loss weight of the tool-calling assistant turns relative to text replies (1 = plain SFT). Which
+    /// skill and tool to call is a handful of a record's ~70 trained tokens; a larger weight makes that
+    /// choice a larger share of the gradient. The dev loss stays unweighted.
+    #[arg(long, default_value_t = 1.0)]
+    pub tool_call_weight: f32,
     /// Continue from the newest checkpoint in --out.
     #[arg(long)]
     pub resume: bool,
@@ -301,7 +306,18 @@ pub fn train<B: AutodiffBackend>(
         )
     })?;
     let max_len = a.max_seq_length.min(model.config.max_position_embeddings);
-    let (train, summary) = load_views(&a.records, a.rejects.clone(), &builder, max_len)?;
+    if !(a.tool_call_weight.is_finite() && a.tool_call_weight > 0.0) {
+        bail!(
+            "--tool-call-weight must be a positive number, got {}",
+            a.tool_call_weight
+        );
+    }
+    let (mut train, summary) = load_views(&a.records, a.rejects.clone(), &builder, max_len)?;
+    if a.tool_call_weight != 1.0 {
+        for v in &mut train {
+            v.scale_segments(SegmentKind::ToolCall, a.tool_call_weight);
+        }
+    }
     eprintln!("train data {}: {}", a.records, json!(summary));
     let dev = match &a.dev_records {
         Some(p) => {

@@ -76,6 +76,20 @@ impl TrainingView {
     pub fn trained_tokens(&self) -> usize {
         self.loss_mask.iter().filter(|&&m| m == 1).count()
     }
+
+    /// Multiplies the loss weight of the trained tokens in segments of `kind` by `factor` (the others
+    /// keep theirs; a view without weights starts from 1 on the mask).
+    pub fn scale_segments(&mut self, kind: SegmentKind, factor: f32) {
+        let mask = &self.loss_mask;
+        let weights = self
+            .weights
+            .get_or_insert_with(|| mask.iter().map(|&m| f32::from(m)).collect());
+        for s in self.segments.iter().filter(|s| s.kind == kind) {
+            for w in &mut weights[s.start..s.end] {
+                *w *= factor;
+            }
+        }
+    }
 }
 
 /// Why a record yields no view. Counted per reason in summaries; the record goes to the rejects stream.
