@@ -37,6 +37,19 @@ pub struct Trajectory {
 }
 
 impl Trajectory {
+    /// The record up to and including its first assistant message, as a record of its own (id
+    /// suffixed `#first-turn`; judge scores dropped, they judged the whole episode); `None` without one.
+    pub fn first_turn(mut self) -> Option<Trajectory> {
+        let first = self
+            .messages
+            .iter()
+            .position(|m| m.role == Role::Assistant)?;
+        self.messages.truncate(first + 1);
+        self.id.push_str("#first-turn");
+        self.scores = Scores::default();
+        Some(self)
+    }
+
     /// The canonical → surface name map of the harness this episode ran under (identity when absent).
     pub fn names(&self) -> Names {
         self.harness
@@ -446,5 +459,33 @@ mod tests {
             .to_string()
             .contains("an array"));
         assert_eq!(rec.messages[1].text_content(), "有货吗");
+    }
+
+    fn cut_record(messages: serde_json::Value) -> Trajectory {
+        serde_json::from_value(serde_json::json!({
+            "id": "r1",
+            "messages": messages,
+            "scores": {"accuracy": 1.0},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn first_turn_keeps_the_history_and_the_first_assistant_turn_only() {
+        let rec = cut_record(serde_json::json!([
+            {"role": "system", "content": "host"},
+            {"role": "user", "content": "阿杰：还有货吗"},
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "check_inventory", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "{\"stock\": 3}"},
+            {"role": "assistant", "content": "还有 3 件"},
+        ]));
+        assert!(!rec.scores.is_empty());
+        let cut = rec.clone().first_turn().unwrap();
+        assert_eq!(cut.id, "r1#first-turn");
+        assert_eq!(cut.messages, rec.messages[..3]);
+        assert!(cut.scores.is_empty(), "scores judged the whole episode");
+        let no_assistant = cut_record(serde_json::json!([{"role": "user", "content": "hi"}]));
+        assert_eq!(no_assistant.first_turn(), None);
     }
 }

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Subcommand;
 
 use crate::jsonl::JsonlArgs;
-use crate::record::{Role, Scores, Trajectory};
+use crate::record::Trajectory;
 
 /// Subcommands of `hat records`.
 #[derive(Debug, Subcommand)]
@@ -28,18 +28,6 @@ pub enum RecordsCommand {
     },
 }
 
-/// `rec` up to and including its first assistant message, as a record of its own; `None` without one.
-pub fn first_turn(mut rec: Trajectory) -> Option<Trajectory> {
-    let first = rec
-        .messages
-        .iter()
-        .position(|m| m.role == Role::Assistant)?;
-    rec.messages.truncate(first + 1);
-    rec.id.push_str("#first-turn");
-    rec.scores = Scores::default();
-    Some(rec)
-}
-
 /// Runs one `hat records` subcommand; the return value is the exit code.
 pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
     match cmd {
@@ -53,7 +41,7 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
             for record in records.by_ref() {
                 let record = record?;
                 let record = if *cut {
-                    first_turn(record)
+                    record.first_turn()
                 } else {
                     Some(record)
                 };
@@ -74,38 +62,5 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
             )?;
             Ok(if stats.rejected > 0 { 1 } else { 0 })
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(messages: serde_json::Value) -> Trajectory {
-        serde_json::from_value(serde_json::json!({
-            "id": "r1",
-            "messages": messages,
-            "scores": {"accuracy": 1.0},
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn first_turn_keeps_the_history_and_the_first_assistant_turn_only() {
-        let rec = record(serde_json::json!([
-            {"role": "system", "content": "host"},
-            {"role": "user", "content": "阿杰：还有货吗"},
-            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
-                "function": {"name": "check_inventory", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "c1", "content": "{\"stock\": 3}"},
-            {"role": "assistant", "content": "还有 3 件"},
-        ]));
-        assert!(!rec.scores.is_empty());
-        let cut = first_turn(rec.clone()).unwrap();
-        assert_eq!(cut.id, "r1#first-turn");
-        assert_eq!(cut.messages, rec.messages[..3]);
-        assert!(cut.scores.is_empty(), "scores judged the whole episode");
-        let no_assistant = record(serde_json::json!([{"role": "user", "content": "hi"}]));
-        assert_eq!(first_turn(no_assistant), None);
     }
 }
