@@ -95,7 +95,6 @@ mod tests {
     use super::*;
     use burn::backend::Autodiff;
     use burn::tensor::activation::log_softmax;
-    use burn::tensor::Distribution;
 
     type A = Autodiff<Cpu>;
 
@@ -105,7 +104,11 @@ mod tests {
     fn fused_loss_has_burns_value_and_gradients() {
         let device = Default::default();
         let (k, v) = (7, 300);
-        let logits = Tensor::<Cpu, 2>::random([k, v], Distribution::Normal(0.0, 3.0), &device);
+        // Fixed, varied logits (spread like N(0, 3)) so every run checks the same numbers.
+        let values: Vec<f32> = (0..k * v)
+            .map(|i| 3.0 * (i as f32 * 0.7361).sin())
+            .collect();
+        let logits = Tensor::<Cpu, 2>::from_data(TensorData::new(values, [k, v]), &device);
         let targets: Vec<usize> = (0..k).map(|r| (r * 37 + 5) % v).collect();
         let weights = vec![1.0, 0.0, 0.5, 1.0, 2.0, 1.0, 1.0];
         let run = |native: bool| {
@@ -133,8 +136,9 @@ mod tests {
         let worst = grad
             .iter()
             .zip(&expected_grad)
-            .map(|(a, b)| (a - b).abs())
+            .map(|(a, b)| (a - b).abs() / (1.0 + b.abs()))
             .fold(0.0f32, f32::max);
-        assert!(worst < 1e-6, "{worst}");
+        // A few f32 roundings apart at most; a wrong term is off by ~0.1 or more.
+        assert!(worst < 1e-5, "{worst}");
     }
 }
