@@ -25,7 +25,7 @@
 //! `HAT_BENCH_TRAIN_SEQ` (default 512 for `tiny`, 256 for `small`; when set, it applies to every
 //! preset), `HAT_BENCH_TRAIN_STEPS` (default 3), `HAT_BENCH_TRAIN_PRESETS` (default `tiny,small`).
 //! `small` defaults to 256 tokens a row because at 512 the torch side took ~60 s a step on a 2-core
-//! box (over 4 minutes for the four steps; ours ~18 s a step). Each preset's checkpoint (fused expert layout, the one transformers'
+//! box (over 4 minutes for the four steps). Each preset's checkpoint (fused expert layout, the one transformers'
 //! Qwen3.5 MoE class loads) is written once to `target/bench-train/<preset>/`; `torch_train.json`
 //! there is used only if its batch/seq match this run's. The first-step loss of both sides is printed
 //! too, as a check that the two steps compute the same thing.
@@ -132,6 +132,8 @@ fn measure(mut model: CausalLm<B>, batch: usize, seq: usize, steps: usize) -> Fi
 }
 
 fn main() {
+    // As `teacher-distill train` does.
+    hat::train::heap::keep_freed_memory();
     let batch = env_usize("HAT_BENCH_TRAIN_BATCH", 2);
     let steps = env_usize("HAT_BENCH_TRAIN_STEPS", 3).max(1);
     let presets =

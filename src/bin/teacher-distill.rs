@@ -63,7 +63,11 @@ fn run(cli: &Cli) -> Result<i32> {
 }
 
 fn main() -> ExitCode {
-    match run(&Cli::parse()) {
+    let cli = Cli::parse();
+    if matches!(cli.command, Command::Train(_)) {
+        hat::train::heap::keep_freed_memory();
+    }
+    match run(&cli) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             eprintln!("teacher-distill: {e:#}");

@@ -23,7 +23,7 @@ use std::any::{Any, TypeId};
 use std::ops::Range;
 
 /// Whether `B` is the inference CPU backend these fast paths serve.
-pub(super) fn is_cpu<B: Backend>() -> bool {
+pub(crate) fn is_cpu<B: Backend>() -> bool {
     TypeId::of::<B>() == TypeId::of::<NdArray<f32>>()
 }
 
@@ -126,7 +126,7 @@ fn map_in_place<B: Backend, const D: usize>(
 /// already in that order (the recurrent state, a decode step's q/k/v), else copied a contiguous
 /// last-axis run at a time (ndarray's element iterators over dynamic-rank arrays cost several
 /// times a copy: they were a quarter of a batch-32 decode step).
-pub(super) fn standard_values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+pub(crate) fn standard_values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
     array_values(into_array(t))
 }
 
@@ -153,7 +153,7 @@ pub(super) fn array_values(array: ArcArray<f32, IxDyn>) -> Vec<f32> {
 }
 
 /// A CPU tensor of `shape` over `values` (row-major), without a copy.
-pub(super) fn tensor<B: Backend, const D: usize>(
+pub(crate) fn tensor<B: Backend, const D: usize>(
     values: Vec<f32>,
     shape: [usize; D],
 ) -> Tensor<B, D> {
@@ -254,7 +254,7 @@ fn for_each_row(values: &mut [f32], n: usize, f: &(dyn Fn(usize, &mut [f32]) + S
 
 /// The CPU backend's array behind a float tensor, owned (a borrowed one is copied); only called
 /// when `B` is `NdArray<f32>`.
-pub(super) fn into_array<B: Backend, const D: usize>(t: Tensor<B, D>) -> ArcArray<f32, IxDyn> {
+pub(crate) fn into_array<B: Backend, const D: usize>(t: Tensor<B, D>) -> ArcArray<f32, IxDyn> {
     let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(t.into_primitive().tensor()) else {
         unreachable!("NdArray<f32> float tensors hold f32")
     };

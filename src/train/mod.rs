@@ -9,11 +9,13 @@
 //! nll_train.rs   the CE as one autodiff op with its own backward pass on the CPU training backend
 //! checkpoint.rs  HF directory + optimizer + trainer state, atomic, checksummed
 //! metrics.rs     metrics.jsonl and the loss plot (SVG)
+//! heap.rs        allocator settings that keep a training step's freed memory for the next step
 //! ```
 
 pub mod batch;
 pub mod checkpoint;
 pub mod data;
+pub mod heap;
 pub mod metrics;
 pub mod nll_train;
 pub mod optim;
