@@ -84,7 +84,7 @@ distill: build
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.dev.jsonl --variants 0 --seed $(SEED) -o $(DISTILL)/teacher.dev.jsonl
 	$(HAT) tokenizer train --records $(DISTILL)/teacher.jsonl --harness $(HARNESS) \
 		--text testdata/ifeval/input_data.jsonl --vocab-size 4096 --out $(DISTILL)/tokenizer
-	$(TD) train --records $(DISTILL)/teacher.jsonl $(TRAIN_ARGS) --out $(DISTILL)/model \
+	$(TD) train --records $(DISTILL)/teacher.jsonl $(TRAIN_ARGS) --out $(DISTILL)/model --overwrite-output-dir \
 		--max-train-minutes $(DISTILL_MINUTES) --rejects $(DISTILL)/train.rejects.jsonl
 	$(TD) eval --model tiny=$$(ls -d $(DISTILL)/model/checkpoint-* | tail -1) --set original=$(HARNESS) \
 		--tasks $(DISTILL)/tasks.dev.jsonl --n $(DISTILL_EVAL_TASKS) --seed $(SEED) \

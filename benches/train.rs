@@ -132,14 +132,21 @@ fn measure(mut model: CausalLm<B>, batch: usize, seq: usize, steps: usize) -> Fi
 }
 
 fn main() {
-    // As `teacher-distill train` does.
-    hat::train::heap::keep_freed_memory();
     let batch = env_usize("HAT_BENCH_TRAIN_BATCH", 2);
     let steps = env_usize("HAT_BENCH_TRAIN_STEPS", 3).max(1);
     let presets =
         std::env::var("HAT_BENCH_TRAIN_PRESETS").unwrap_or_else(|_| "tiny,small".to_string());
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-train");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The allocator settings `teacher-distill train` makes for a model this wide; they hold for the
+    // whole process, so with several presets the widest decides (run one preset alone for its own).
+    let widest = presets
+        .split(',')
+        .filter_map(|name| preset(name.trim(), None).ok())
+        .map(|cfg| cfg.hidden_size)
+        .max()
+        .unwrap_or(0);
+    hat::train::heap::keep_freed_memory(widest);
     println!(
         "train bench: batch {batch}, {steps} timed steps after 1 warm-up, AdamW lr {LR}, CPU NdArray f32 autodiff, {threads} threads"
     );

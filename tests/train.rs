@@ -673,6 +673,32 @@ fn an_interrupted_and_resumed_run_reproduces_the_uninterrupted_loss_curve() {
         assert_eq!(p.0, q.0);
         assert!((p.1 - q.1).abs() < 1e-5, "step {}: {} vs {}", p.0, p.1, q.1);
     }
+
+    // A fresh run into a directory holding another run's checkpoints is refused (a later --resume
+    // would take them for its own) until they are deleted, which deletes checkpoints only.
+    let fresh = || {
+        train(
+            &config(2),
+            tiny_model(vocab, 3),
+            &data,
+            &dirs,
+            false,
+            &stop,
+            &d,
+        )
+    };
+    let refused = format!("{:#}", fresh().unwrap_err());
+    assert!(
+        refused.contains("checkpoint-000005")
+            && refused.contains("--resume")
+            && refused.contains("--overwrite-output-dir"),
+        "{refused}"
+    );
+    std::fs::create_dir(split.path().join(".checkpoint-000006.tmp")).unwrap();
+    // 2, 3 (the interruption), 4, 5 and the half-written one.
+    assert_eq!(checkpoint::remove_all(split.path()).unwrap(), 5);
+    assert!(split.path().join("metrics.jsonl").exists());
+    assert_eq!(fresh().unwrap().steps, 2);
 }
 
 #[test]

@@ -63,11 +63,7 @@ fn run(cli: &Cli) -> Result<i32> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if matches!(cli.command, Command::Train(_)) {
-        hat::train::heap::keep_freed_memory();
-    }
-    match run(&cli) {
+    match run(&Cli::parse()) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             eprintln!("teacher-distill: {e:#}");

@@ -22,7 +22,9 @@ use crate::policy::Policy;
 use crate::record::Trajectory;
 use crate::sim::cli::CatalogSource;
 use crate::sim::faults::FaultPlan;
+use crate::train::checkpoint;
 use crate::train::data::load_views;
+use crate::train::heap;
 use crate::train::optim::AdamWConfig;
 use crate::train::trainer::{self, RunDirs, TrainConfig, TrainData};
 use crate::train::view::{check_tokenizer_fits, SegmentKind, ViewBuilder};
@@ -241,6 +243,10 @@ pub struct TrainArgs {
     /// Continue from the newest checkpoint in --out.
     #[arg(long)]
     pub resume: bool,
+    /// Delete the checkpoints an earlier run left in --out before starting afresh (without it, and
+    /// without --resume, a run refuses an --out that holds checkpoints).
+    #[arg(long, conflicts_with = "resume")]
+    pub overwrite_output_dir: bool,
     /// Stop (with a checkpoint) after this much training time.
     #[arg(long)]
     pub max_train_minutes: Option<f64>,
@@ -279,6 +285,18 @@ pub fn train<B: AutodiffBackend>(
     stop: &AtomicBool,
     device: &B::Device,
 ) -> Result<()> {
+    if a.overwrite_output_dir {
+        let removed = checkpoint::remove_all(&a.out)?;
+        if removed > 0 {
+            eprintln!(
+                "--overwrite-output-dir: deleted {removed} checkpoint(s) in {}",
+                a.out.display()
+            );
+        }
+    } else if !a.resume {
+        // Before minutes of loading; the trainer checks again.
+        checkpoint::ensure_none(&a.out)?;
+    }
     let builder = ViewBuilder::from_dir(&a.tokenizer)?;
     let vocab = builder.tokenizer().get_vocab_size(true);
     let init = std::path::Path::new(&a.model_init);
@@ -293,6 +311,8 @@ pub fn train<B: AutodiffBackend>(
     } else {
         CausalLm::load(init, device)?
     };
+    // Before the records are tokenized on every core: threads keep the arena they first allocate from.
+    heap::keep_freed_memory(model.config.hidden_size);
     check_tokenizer_fits(
         builder.tokenizer(),
         model.config.vocab_size,

@@ -151,6 +151,43 @@ pub fn latest(out: &Path) -> Result<Option<PathBuf>> {
     Ok(best.map(|(_, p)| p))
 }
 
+/// Fails when `out` holds checkpoints: a fresh run next to an earlier run's checkpoints would leave
+/// them to be taken for its own, by a later `--resume` or by anything that picks the newest one.
+pub fn ensure_none(out: &Path) -> Result<()> {
+    if let Some(old) = latest(out)? {
+        bail!(
+            "{} already holds checkpoints of an earlier run (newest: {}): pass --resume to continue \
+             that run, --overwrite-output-dir to delete its checkpoints first, or another --out",
+            out.display(),
+            old.display()
+        );
+    }
+    Ok(())
+}
+
+/// Deletes every checkpoint under `out`, complete (`checkpoint-NNNNNN`) or left half-written by a
+/// crash (`.checkpoint-….tmp`); other files stay. Returns how many were deleted.
+pub fn remove_all(out: &Path) -> Result<usize> {
+    if !out.exists() {
+        return Ok(0);
+    }
+    let mut removed = 0;
+    for entry in std::fs::read_dir(out).with_context(|| format!("listing {}", out.display()))? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let is_checkpoint = name
+            .strip_prefix("checkpoint-")
+            .is_some_and(|s| s.parse::<usize>().is_ok())
+            || (name.starts_with(".checkpoint-") && name.ends_with(".tmp"));
+        if is_checkpoint && path.is_dir() {
+            std::fs::remove_dir_all(&path)
+                .with_context(|| format!("deleting {}", path.display()))?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// The directory name of the checkpoint after `step` optimizer steps.
 pub fn dir_name(step: usize) -> String {
     format!("checkpoint-{step:06}")

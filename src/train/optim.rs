@@ -280,6 +280,11 @@ impl Coefs {
     }
 }
 
+/// First and second moments of one parameter, flattened (`None` before its first update).
+type Moments<B> = (Option<Tensor<B, 1>>, Option<Tensor<B, 1>>);
+/// The updated parameter and its moments.
+type Updated<B, const D: usize> = (Tensor<B, D>, Tensor<B, 1>, Tensor<B, 1>);
+
 /// Parameter, gradient (flattened) and moments (`None` before the first step) → the updated
 /// parameter and moments. On the CPU backend one pass over the four arrays, in place; elsewhere
 /// the same formula in tensor ops (a dozen passes, each allocating — a third of a `small`
@@ -287,9 +292,9 @@ impl Coefs {
 fn update<B: Backend, const D: usize>(
     p: Tensor<B, D>,
     g: Tensor<B, 1>,
-    (m, v): (Option<Tensor<B, 1>>, Option<Tensor<B, 1>>),
+    (m, v): Moments<B>,
     k: &Coefs,
-) -> (Tensor<B, D>, Tensor<B, 1>, Tensor<B, 1>) {
+) -> Updated<B, D> {
     if is_cpu::<B>() {
         update_in_place(p, g, (m, v), k)
     } else {
@@ -300,9 +305,9 @@ fn update<B: Backend, const D: usize>(
 fn update_with_tensor_ops<B: Backend, const D: usize>(
     p: Tensor<B, D>,
     g: Tensor<B, 1>,
-    (m, v): (Option<Tensor<B, 1>>, Option<Tensor<B, 1>>),
+    (m, v): Moments<B>,
     k: &Coefs,
-) -> (Tensor<B, D>, Tensor<B, 1>, Tensor<B, 1>) {
+) -> Updated<B, D> {
     let dims = p.dims();
     let n = g.shape().num_elements();
     let m = match m {
@@ -325,9 +330,9 @@ const CHUNK: usize = 1 << 16;
 fn update_in_place<B: Backend, const D: usize>(
     p: Tensor<B, D>,
     g: Tensor<B, 1>,
-    (m, v): (Option<Tensor<B, 1>>, Option<Tensor<B, 1>>),
+    (m, v): Moments<B>,
     k: &Coefs,
-) -> (Tensor<B, D>, Tensor<B, 1>, Tensor<B, 1>) {
+) -> Updated<B, D> {
     let dims = p.dims();
     let mut p = standard_values(p);
     let g = standard_values(g);

@@ -368,6 +368,9 @@ pub fn train<B: AutodiffBackend>(
         cfg.gradient_accumulation_steps > 0,
         "gradient_accumulation_steps must be at least 1"
     );
+    if !resume {
+        checkpoint::ensure_none(dirs.out)?;
+    }
     std::fs::create_dir_all(dirs.out)
         .with_context(|| format!("creating {}", dirs.out.display()))?;
     let mut opt = AdamW::<B::InnerBackend>::new(cfg.adamw);
