@@ -611,42 +611,31 @@ fn an_interrupted_and_resumed_run_reproduces_the_uninterrupted_loss_curve() {
     };
     let stop = AtomicBool::new(false);
     let d = Default::default();
+    let run = |cfg: TrainConfig, model_seed: u64, out: &std::path::Path, resume: bool| {
+        let dirs = RunDirs {
+            out,
+            tokenizer: tok.path(),
+        };
+        train(
+            &cfg,
+            tiny_model(vocab, model_seed),
+            &data,
+            &dirs,
+            resume,
+            &stop,
+            &d,
+        )
+    };
 
     let straight = TempDir::new().unwrap();
-    let dirs = RunDirs {
-        out: straight.path(),
-        tokenizer: tok.path(),
-    };
-    let a = train(
-        &config(5),
-        tiny_model(vocab, 3),
-        &data,
-        &dirs,
-        false,
-        &stop,
-        &d,
-    )
-    .unwrap();
-    assert_eq!(a.steps, 5);
+    assert_eq!(run(config(5), 3, straight.path(), false).unwrap().steps, 5);
 
     let split = TempDir::new().unwrap();
-    let dirs = RunDirs {
-        out: split.path(),
-        tokenizer: tok.path(),
+    let interrupted = TrainConfig {
+        stop_after: Some(3),
+        ..config(5)
     };
-    let first = train(
-        &TrainConfig {
-            stop_after: Some(3),
-            ..config(5)
-        },
-        tiny_model(vocab, 3),
-        &data,
-        &dirs,
-        false,
-        &stop,
-        &d,
-    )
-    .unwrap();
+    let first = run(interrupted, 3, split.path(), false).unwrap();
     assert!(first.interrupted && first.steps == 3);
     assert!(split
         .path()
@@ -654,17 +643,7 @@ fn an_interrupted_and_resumed_run_reproduces_the_uninterrupted_loss_curve() {
         .join("tokenizer.json")
         .exists());
     // A different initial model proves the weights come from the checkpoint.
-    let resumed = train(
-        &config(5),
-        tiny_model(vocab, 99),
-        &data,
-        &dirs,
-        true,
-        &stop,
-        &d,
-    )
-    .unwrap();
-    assert_eq!(resumed.steps, 5);
+    assert_eq!(run(config(5), 99, split.path(), true).unwrap().steps, 5);
 
     let (x, y) = (losses(straight.path()), losses(split.path()));
     assert_eq!(x.len(), y.len(), "{x:?}\n{y:?}");
@@ -676,17 +655,7 @@ fn an_interrupted_and_resumed_run_reproduces_the_uninterrupted_loss_curve() {
 
     // A fresh run into a directory holding another run's checkpoints is refused (a later --resume
     // would take them for its own) until they are deleted, which deletes checkpoints only.
-    let fresh = || {
-        train(
-            &config(2),
-            tiny_model(vocab, 3),
-            &data,
-            &dirs,
-            false,
-            &stop,
-            &d,
-        )
-    };
+    let fresh = || run(config(2), 3, split.path(), false);
     let refused = format!("{:#}", fresh().unwrap_err());
     assert!(
         refused.contains("checkpoint-000005")
