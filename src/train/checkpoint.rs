@@ -131,24 +131,31 @@ pub fn verify(dir: &Path) -> Result<()> {
 
 /// The newest complete checkpoint under `out` (`checkpoint-NNNNNN`), if any.
 pub fn latest(out: &Path) -> Result<Option<PathBuf>> {
+    Ok(entries(out)?
+        .into_iter()
+        .filter_map(|(path, name)| Some((step_of(&name)?, path)))
+        .max_by_key(|(step, _)| *step)
+        .map(|(_, path)| path))
+}
+
+/// The step of a complete checkpoint's directory name (`checkpoint-NNNNNN`, see [`dir_name`]).
+fn step_of(name: &str) -> Option<usize> {
+    name.strip_prefix("checkpoint-")?.parse().ok()
+}
+
+/// The paths and names of what `out` holds (nothing when it does not exist).
+fn entries(out: &Path) -> Result<Vec<(PathBuf, String)>> {
     if !out.exists() {
-        return Ok(None);
+        return Ok(Vec::new());
     }
-    let mut best: Option<(usize, PathBuf)> = None;
-    for entry in std::fs::read_dir(out).with_context(|| format!("listing {}", out.display()))? {
+    let listing = std::fs::read_dir(out).with_context(|| format!("listing {}", out.display()))?;
+    let mut found = Vec::new();
+    for entry in listing {
         let path = entry?.path();
-        let step = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_prefix("checkpoint-"))
-            .and_then(|s| s.parse::<usize>().ok());
-        if let Some(step) = step {
-            if best.as_ref().is_none_or(|(b, _)| step > *b) {
-                best = Some((step, path));
-            }
-        }
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        found.extend(name.map(|name| (path, name)));
     }
-    Ok(best.map(|(_, p)| p))
+    Ok(found)
 }
 
 /// Fails when `out` holds checkpoints: a fresh run next to an earlier run's checkpoints would leave
@@ -168,17 +175,11 @@ pub fn ensure_none(out: &Path) -> Result<()> {
 /// Deletes every checkpoint under `out`, complete (`checkpoint-NNNNNN`) or left half-written by a
 /// crash (`.checkpoint-….tmp`); other files stay. Returns how many were deleted.
 pub fn remove_all(out: &Path) -> Result<usize> {
-    if !out.exists() {
-        return Ok(0);
-    }
     let mut removed = 0;
-    for entry in std::fs::read_dir(out).with_context(|| format!("listing {}", out.display()))? {
-        let path = entry?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let is_checkpoint = name
-            .strip_prefix("checkpoint-")
-            .is_some_and(|s| s.parse::<usize>().is_ok())
-            || (name.starts_with(".checkpoint-") && name.ends_with(".tmp"));
+    for (path, name) in entries(out)? {
+        // `save` writes checkpoint `c` into `.c.tmp` first.
+        let half_written = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp"));
+        let is_checkpoint = step_of(&name).or_else(|| step_of(half_written?)).is_some();
         if is_checkpoint && path.is_dir() {
             std::fs::remove_dir_all(&path)
                 .with_context(|| format!("deleting {}", path.display()))?;

@@ -287,7 +287,7 @@ type Updated<B, const D: usize> = (Tensor<B, D>, Tensor<B, 1>, Tensor<B, 1>);
 
 /// Parameter, gradient (flattened) and moments (`None` before the first step) → the updated
 /// parameter and moments. On the CPU backend one pass over the four arrays, in place; elsewhere
-/// the same formula in tensor ops (a dozen passes, each allocating — a third of a `small`
+/// the same formula in tensor ops (a dozen passes, each allocating — over a quarter of a `small`
 /// training step on CPU, hence the fused pass there).
 fn update<B: Backend, const D: usize>(
     p: Tensor<B, D>,
@@ -320,7 +320,11 @@ fn update_with_tensor_ops<B: Backend, const D: usize>(
     };
     // torch: p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps)
     let denom = v.clone().sqrt().div_scalar(k.bc2_sqrt).add_scalar(k.eps);
-    let p = p.reshape([n]).mul_scalar(k.decay) - m.clone().div(denom).mul_scalar(k.step_size);
+    let mut p = p.reshape([n]);
+    if k.decay != 1.0 {
+        p = p.mul_scalar(k.decay);
+    }
+    let p = p - m.clone().div(denom).mul_scalar(k.step_size);
     (p.reshape(dims), m, v)
 }
 
