@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod chat;
 pub mod distill;
+pub mod eval;
 pub mod harness;
 pub mod hsa;
 pub mod jsonl;

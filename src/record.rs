@@ -37,17 +37,32 @@ pub struct Trajectory {
 }
 
 impl Trajectory {
-    /// The record up to and including its first assistant message, as a record of its own (id
+    /// The record up to and including its first trained assistant message, as a record of its own (id
     /// suffixed `#first-turn`; judge scores dropped, they judged the whole episode); `None` without one.
     pub fn first_turn(mut self) -> Option<Trajectory> {
-        let first = self
-            .messages
-            .iter()
-            .position(|m| m.role == Role::Assistant)?;
+        // The first turn the policy is trained on: a scripted host line (`weight: 0`) before it is context.
+        let first = self.messages.iter().position(Message::is_trained)?;
         self.messages.truncate(first + 1);
         self.id.push_str("#first-turn");
         self.scores = Scores::default();
         Some(self)
+    }
+
+    /// The conversation without its system prompt and tools (id suffixed `#dialogue`; judge scores
+    /// dropped, they judged the episode under its harness).
+    pub fn dialogue_only(mut self) -> Trajectory {
+        // The prompt only: system messages later in the episode are hook feedback, part of the dialogue.
+        if self
+            .messages
+            .first()
+            .is_some_and(|m| matches!(m.role, Role::System | Role::Developer))
+        {
+            self.messages.remove(0);
+        }
+        self.tools.clear();
+        self.id.push_str("#dialogue");
+        self.scores = Scores::default();
+        self
     }
 
     /// The canonical → surface name map of the harness this episode ran under (identity when absent).
@@ -295,6 +310,14 @@ pub struct Message {
 }
 
 impl Message {
+    /// Whether the message is the policy's to learn: an assistant message without `"weight": 0`
+    /// (the OpenAI fine-tuning field). Scripted host lines of a task and the rejected first attempt
+    /// of a retry trajectory carry weight 0: they stay in the context but take no loss.
+    pub fn is_trained(&self) -> bool {
+        self.role == Role::Assistant
+            && self.extra.get("weight").and_then(Value::as_f64) != Some(0.0)
+    }
+
     /// A message with plain-text content and nothing else.
     pub fn text(role: Role, text: impl Into<String>) -> Message {
         Message {
@@ -485,6 +508,20 @@ mod tests {
         assert_eq!(cut.id, "r1#first-turn");
         assert_eq!(cut.messages, rec.messages[..3]);
         assert!(cut.scores.is_empty(), "scores judged the whole episode");
+        // A scripted host line is context: the cut keeps it and ends after the policy's own turn.
+        let mut scripted = rec.messages.clone();
+        scripted.insert(2, Message::text(Role::Assistant, "Which one?"));
+        scripted[2]
+            .extra
+            .insert("weight".into(), serde_json::json!(0));
+        scripted.insert(3, Message::text(Role::User, "阿杰：the first"));
+        let mut with_script = rec.clone();
+        with_script.messages = scripted.clone();
+        assert_eq!(with_script.first_turn().unwrap().messages, scripted[..5]);
+        let dialogue = rec.clone().dialogue_only();
+        assert_eq!(dialogue.id, "r1#dialogue");
+        assert_eq!(dialogue.messages, rec.messages[1..]);
+        assert!(dialogue.tools.is_empty() && dialogue.scores.is_empty());
         let no_assistant = cut_record(serde_json::json!([{"role": "user", "content": "hi"}]));
         assert_eq!(no_assistant.first_turn(), None);
     }

@@ -25,6 +25,12 @@ pub enum RecordsCommand {
         /// skill and tool, at a sixth of a full record's tokens once the shared prompt is paid for.
         #[arg(long)]
         first_turn: bool,
+        /// Drop the system prompt and the tools, keeping the conversation (id suffixed `#dialogue`).
+        /// Rows for a base stage that learns the domain's language — the viewers' words, the host's
+        /// calls and replies — with loss on every token (`teacher-distill train
+        /// --assistant-only-loss false`), at a tenth of a full record's tokens.
+        #[arg(long)]
+        dialogue_only: bool,
     },
 }
 
@@ -34,6 +40,7 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
         RecordsCommand::Cat {
             io,
             first_turn: cut,
+            dialogue_only,
         } => {
             let mut records = io.records::<Trajectory>()?;
             let mut writer = io.writer()?;
@@ -44,6 +51,10 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
                     record.first_turn()
                 } else {
                     Some(record)
+                };
+                let record = match record {
+                    Some(r) if *dialogue_only => Some(r.dialogue_only()),
+                    other => other,
                 };
                 if let Some(r) = record {
                     writer.write(&r)?;

@@ -56,6 +56,12 @@ fn keep_probability_is_seeded_and_thresholds_drop_with_reasons() {
             .len(),
         5
     );
+    // Kept in full, the rejected attempt stays as context but is marked to take no loss.
+    let full = filter(retried("a"), &cfg(1.0), &mut s).unwrap();
+    let trained: Vec<bool> = full.messages.iter().map(|m| m.is_trained()).collect();
+    assert_eq!(trained, [false, false, false, false, true]);
+    assert_eq!(full.messages[2].extra["weight"], json!(0));
+    assert_eq!(full.meta["retry_attempts_masked"], json!(1));
     let decide = |seed| {
         let mut s = Summary::default();
         (0..400)

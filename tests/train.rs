@@ -139,6 +139,38 @@ fn view_masks_exactly_the_generated_assistant_tokens() {
     assert_eq!(v.trained_tokens(), (r[0].1 - r[0].0) + (r[1].1 - r[1].0));
 }
 
+/// Assistant messages marked `"weight": 0` (a task's scripted host line, a rejected retry attempt) are
+/// context: rendered in the stream, never trained; the policy's own turns after them are.
+#[test]
+fn weight_zero_assistant_messages_are_context_not_loss() {
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let rec: Trajectory = serde_json::from_value(json!({
+        "id": "scripted",
+        "messages": [
+            {"role": "system", "content": "You are the host of a live shopping stream."},
+            {"role": "user", "content": "How much is it?"},
+            {"role": "assistant", "content": "Which product do you mean?", "weight": 0},
+            {"role": "user", "content": "p1"},
+            {"role": "assistant", "content": "Yes, 3 left."}
+        ]
+    }))
+    .unwrap();
+    let v = b.build(&rec).unwrap();
+    let r = runs(&v.loss_mask);
+    assert_eq!(r.len(), 1, "only the policy's own turn is trained: {r:?}");
+    assert_eq!(
+        decode(&b, &v.tokens[r[0].0..r[0].1]),
+        "<think>\n\n</think>\n\nYes, 3 left.<|im_end|>"
+    );
+    let context = decode(&b, &v.tokens[..r[0].0]);
+    assert!(context.contains("Which product do you mean?"), "{context}");
+    // Unmarked, the same line is trained like any assistant turn.
+    let mut plain = rec.clone();
+    plain.messages[2].extra.remove("weight");
+    assert_eq!(runs(&b.build(&plain).unwrap().loss_mask).len(), 2);
+}
+
 #[test]
 fn scaling_tool_call_segments_weights_only_their_trained_tokens() {
     let dir = tokenizer_dir();
@@ -159,7 +191,15 @@ fn scaling_tool_call_segments_weights_only_their_trained_tokens() {
     assert!(untrained.map(|i| w[i]).all(|x| x == 0.0));
     // Scaling composes with existing weights.
     v.scale_segments(SegmentKind::ToolCall, 0.5);
-    assert!(v.weights.unwrap()[r[0].0..r[0].1].iter().all(|&x| x == 2.0));
+    assert!(v.weights.clone().unwrap()[r[0].0..r[0].1]
+        .iter()
+        .all(|&x| x == 2.0));
+    // A base stage trains every token: the scaled ones keep their weight, the rest get 1.
+    v.train_on_every_token();
+    let w = v.weights.unwrap();
+    assert!(v.loss_mask.iter().all(|&m| m == 1));
+    assert!(w[r[0].0..r[0].1].iter().all(|&x| x == 2.0));
+    assert!((0..r[0].0).all(|i| w[i] == 1.0), "context: {w:?}");
 }
 
 #[test]
@@ -563,6 +603,8 @@ fn dev_tool_call_exact_counts_the_turns_greedy_decoding_reproduces() {
         assert!(dev.loss > 0.0);
         let exact = dev.tool_call_exact.unwrap();
         assert!((exact - 1.0 / 3.0).abs() < 1e-9, "budget {budget}: {exact}");
+        // Each record has one tool-calling turn, so its opening call is that turn.
+        assert_eq!(dev.first_call_exact, dev.tool_call_exact);
     }
 }
 
@@ -647,7 +689,6 @@ fn an_interrupted_and_resumed_run_reproduces_the_uninterrupted_loss_curve() {
 
     let (x, y) = (losses(straight.path()), losses(split.path()));
     assert_eq!(x.len(), y.len(), "{x:?}\n{y:?}");
-    assert!(x[0].1 > x[x.len() - 1].1 - 10.0);
     for (p, q) in x.iter().zip(&y) {
         assert_eq!(p.0, q.0);
         assert!((p.1 - q.1).abs() < 1e-5, "step {}: {} vs {}", p.0, p.1, q.1);
@@ -668,6 +709,68 @@ fn an_interrupted_and_resumed_run_reproduces_the_uninterrupted_loss_curve() {
     assert_eq!(checkpoint::remove_all(split.path()).unwrap(), 5);
     assert!(split.path().join("metrics.jsonl").exists());
     assert_eq!(fresh().unwrap().steps, 2);
+}
+
+/// A record whose tool call names the product the viewer asked about: the call is a decision that
+/// depends on the input, not template text.
+fn asking(i: usize) -> Trajectory {
+    let mut r = record(
+        &format!("ask{i}"),
+        &format!("Is p{i} in stock?"),
+        &format!("Yes, {i} left."),
+    );
+    r.messages[2].tool_calls[0].function.arguments = format!("{{\"product_id\": \"p{i}\"}}");
+    r
+}
+
+/// Training learns what the records teach, decisions included: on eight records whose tool call
+/// copies the product the viewer asked about, the loss falls to a small fraction of its start and
+/// greedy decoding reproduces every record's tool call. (A model that answered every viewer with the
+/// same call would leave the tool-call exact match at 1/8.)
+#[test]
+fn training_memorises_the_input_dependent_calls_of_a_small_set() {
+    let tok = tokenizer_dir();
+    let b = ViewBuilder::from_dir(tok.path()).unwrap();
+    let vocab = b.tokenizer().get_vocab_size(true);
+    let set: Vec<TrainingView> = (0..8).map(|i| b.build(&asking(i)).unwrap()).collect();
+    let data = TrainData {
+        train: set.clone(),
+        dev: set,
+        pad: 0,
+    };
+    let out = TempDir::new().unwrap();
+    let dirs = RunDirs {
+        out: out.path(),
+        tokenizer: tok.path(),
+    };
+    let cfg = TrainConfig {
+        mtp_loss_weight: 0.0,
+        eval_steps: 0,
+        save_steps: 0,
+        warmup_steps: 5,
+        ..config(150)
+    };
+    let stop = AtomicBool::new(false);
+    let o = train(
+        &cfg,
+        tiny_model(vocab, 1),
+        &data,
+        &dirs,
+        false,
+        &stop,
+        &Default::default(),
+    )
+    .unwrap();
+    let curve = losses(out.path());
+    let first = curve[0].1;
+    let dev = o.dev.unwrap();
+    assert!(
+        dev.loss < 0.05 * first,
+        "loss {first} at the start, dev (= train) loss {} at the end",
+        dev.loss
+    );
+    assert_eq!(dev.tool_call_exact, Some(1.0), "{dev:?}");
+    assert_eq!(dev.first_call_exact, Some(1.0), "{dev:?}");
 }
 
 #[test]

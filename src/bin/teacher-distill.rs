@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use hat::distill::cli::{collect, eval, train, CollectArgs, EvalArgs, TrainArgs};
+use hat::distill::cli::{collect, eval, probe, train, CollectArgs, EvalArgs, ProbeArgs, TrainArgs};
 
 #[cfg(not(feature = "cuda"))]
 type Backend = burn::backend::Autodiff<burn::backend::NdArray<f32>>;
@@ -34,6 +34,9 @@ enum Command {
     Train(TrainArgs),
     /// Play held-out tasks with trained checkpoints under harness sets; judge scores and a markdown table.
     Eval(EvalArgs),
+    /// Teacher-forced decisions on held-out records: does greedy decoding reproduce the opening skill or
+    /// tool call and every tool call? By intent, with intervals; seconds, not minutes.
+    Probe(ProbeArgs),
 }
 
 /// Ctrl-C sets the flag; the trainer finishes its step, checkpoints and exits. A second Ctrl-C kills.
@@ -59,6 +62,7 @@ fn run(cli: &Cli) -> Result<i32> {
             train::<Backend>(a, &stop, &Default::default()).map(|()| 0)
         }
         Command::Eval(a) => eval(a),
+        Command::Probe(a) => probe(a),
     }
 }
 

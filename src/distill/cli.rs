@@ -41,9 +41,13 @@ pub struct CollectArgs {
     pub io: JsonlArgs,
     #[command(flatten)]
     pub catalog: CatalogSource,
-    /// HSA variants of the harness, drawn from the train pool (0 = original harness only).
+    /// HSA variants of the harness, drawn from --pool (0 = original harness only).
     #[arg(long, default_value_t = 8)]
     pub variants: usize,
+    /// Which half of the HSA banks the variants draw from: `train` for training data, `eval` for
+    /// held-out harness variants (renames and rewrites training never sees) to evaluate on.
+    #[arg(long, value_enum, default_value_t = Pool::Train)]
+    pub pool: Pool,
     /// Where the variant harness directories are written (default: OUTPUT.variants, or a temp dir).
     #[arg(long, value_name = "DIR")]
     pub variants_dir: Option<PathBuf>,
@@ -96,7 +100,7 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
             None => HsaConfig::default(),
         },
         selection: Selection::default(),
-        pool: Pool::Train,
+        pool: a.pool,
         keep_skills: Default::default(),
         paraphraser: Default::default(),
     };
@@ -240,6 +244,12 @@ pub struct TrainArgs {
     /// choice a larger share of the gradient. The dev loss stays unweighted.
     #[arg(long, default_value_t = 1.0)]
     pub tool_call_weight: f32,
+    /// Loss only on the assistant's tokens (TRL's `assistant_only_loss`; the default, for SFT). `false`
+    /// trains on every token — a base stage learning the domain's language, e.g. on `hat records cat
+    /// --dialogue-only` rows, so the viewers' words have meaning before SFT asks the model to act on
+    /// them. The dev loss and metrics stay on the assistant's tokens.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub assistant_only_loss: bool,
     /// Continue from the newest checkpoint in --out.
     #[arg(long)]
     pub resume: bool,
@@ -333,8 +343,11 @@ pub fn train<B: AutodiffBackend>(
         );
     }
     let (mut train, summary) = load_views(&a.records, a.rejects.clone(), &builder, max_len)?;
-    if a.tool_call_weight != 1.0 {
-        for v in &mut train {
+    for v in &mut train {
+        if !a.assistant_only_loss {
+            v.train_on_every_token();
+        }
+        if a.tool_call_weight != 1.0 {
             v.scale_segments(SegmentKind::ToolCall, a.tool_call_weight);
         }
     }
@@ -391,7 +404,7 @@ pub fn train<B: AutodiffBackend>(
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
     eprintln!(
-        "teacher-distill train: {} steps{} in {:.0} s, {:.0} tokens/s, last loss {:.4}, dev loss {}, dev tool calls exact {}; checkpoint {}",
+        "teacher-distill train: {} steps{} in {:.0} s, {:.0} tokens/s, last loss {:.4}, dev loss {}, dev tool calls exact {} (opening call {}); checkpoint {}",
         outcome.steps,
         if outcome.interrupted { " (stopped early)" } else { "" },
         outcome.train_seconds,
@@ -401,6 +414,10 @@ pub fn train<B: AutodiffBackend>(
         outcome
             .dev
             .and_then(|d| d.tool_call_exact)
+            .map_or("-".into(), |e| format!("{e:.3}")),
+        outcome
+            .dev
+            .and_then(|d| d.first_call_exact)
             .map_or("-".into(), |e| format!("{e:.3}")),
         outcome.checkpoint.display()
     );
@@ -444,6 +461,92 @@ pub struct EvalArgs {
     pub min_right_tool: Option<f64>,
 }
 
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// A checkpoint to probe as NAME=DIR (repeat to compare; the first is the baseline of the paired
+    /// test). The directory holds the weights, tokenizer.json and the chat template.
+    #[arg(long = "model", required = true, value_name = "NAME=DIR")]
+    pub models: Vec<String>,
+    /// Held-out teacher records as NAME=FILE (repeat), e.g. the same tasks collected under the
+    /// original harness and under held-out variants.
+    #[arg(long = "records", required = true, value_name = "NAME=FILE")]
+    pub records: Vec<String>,
+    /// Tokens a micro-batch computes at most (the shared system prompt once).
+    #[arg(long, default_value_t = 8192)]
+    pub batch_tokens: usize,
+    /// Write the per-record decisions and summaries here as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+}
+
+/// Runs `probe`: teacher-forced opening-call and tool-call exact match per (model, record set), by
+/// intent, with the paired sign test of every later model against the first; markdown on stdout.
+pub fn probe(a: &ProbeArgs) -> Result<i32> {
+    use crate::eval::probe::{markdown, paired, probe};
+    let device = Default::default();
+    let mut sets = Vec::new();
+    for r in &a.records {
+        let (name, path) = split_pair(r, "--records")?;
+        let records: Vec<Trajectory> = JsonlArgs {
+            input: path.to_string(),
+            output: "-".into(),
+            on_error: crate::jsonl::OnError::Fail,
+            rejects: None,
+            shard: None,
+        }
+        .records::<Trajectory>()?
+        .collect::<Result<_>>()?;
+        sets.push((name.to_string(), records));
+    }
+    let mut rows = Vec::new();
+    for m in &a.models {
+        let (name, dir) = split_pair(m, "--model")?;
+        let dir = std::path::Path::new(dir);
+        let model = CausalLm::<burn::backend::NdArray<f32>>::load(dir, &device)
+            .with_context(|| format!("loading {}", dir.display()))?;
+        let builder = ViewBuilder::from_dir(dir)?;
+        let pad = builder
+            .tokenizer()
+            .token_to_id("<|endoftext|>")
+            .unwrap_or(builder.end_of_turn());
+        for (set, records) in &sets {
+            let p = probe(&model, &builder, records, pad, a.batch_tokens, &device)?;
+            eprintln!(
+                "teacher-distill probe: {name} on {set}: opening call {}, skipped {}",
+                p.opening.display(),
+                p.skipped
+            );
+            rows.push((name.to_string(), set.clone(), p));
+        }
+    }
+    print!("{}", markdown(&rows));
+    let baseline = a.models.first().map(|m| m.split('=').next().unwrap_or(m));
+    for (model, set, p) in &rows {
+        if Some(model.as_str()) == baseline {
+            continue;
+        }
+        if let Some((_, _, base)) = rows
+            .iter()
+            .find(|(m, s, _)| Some(m.as_str()) == baseline && s == set)
+        {
+            let (b_only, a_only, pv) = paired(base, p);
+            println!(
+                "\npaired sign test on {set}, opening call: {model} right where {} is wrong {b_only}, the reverse {a_only}, p = {pv:.2e}",
+                baseline.unwrap_or_default()
+            );
+        }
+    }
+    if let Some(path) = &a.summary {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(m, s, p)| json!({"model": m, "set": s, "probe": p}))
+            .collect();
+        std::fs::write(path, serde_json::to_string_pretty(&v)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(0)
+}
+
 fn split_pair<'a>(s: &'a str, flag: &str) -> Result<(&'a str, &'a str)> {
     s.split_once('=')
         .ok_or_else(|| anyhow::anyhow!("{flag} {s:?}: expected NAME=VALUE"))
@@ -451,7 +554,7 @@ fn split_pair<'a>(s: &'a str, flag: &str) -> Result<(&'a str, &'a str)> {
 
 /// Runs `eval`; prints the markdown table on stdout. Returns the exit status.
 pub fn eval(a: &EvalArgs) -> Result<i32> {
-    use super::eval::{markdown, play, summarise};
+    use crate::eval::rollout::{markdown, paired_right_tool, play, summarise};
     use crate::policy::local::{LocalOptions, LocalPolicy};
     let tasks: Vec<Trajectory> = JsonlArgs {
         input: a.tasks.clone(),
@@ -477,7 +580,7 @@ pub fn eval(a: &EvalArgs) -> Result<i32> {
         .as_deref()
         .map(crate::jsonl::JsonlWriter::create)
         .transpose()?;
-    let mut rows = Vec::new();
+    let (mut rows, mut played) = (Vec::new(), Vec::new());
     for m in &a.models {
         let (name, dir) = split_pair(m, "--model")?;
         let mut opts = LocalOptions::default();
@@ -503,12 +606,22 @@ pub fn eval(a: &EvalArgs) -> Result<i32> {
                 }
             }
             rows.push((name.to_string(), set_name.to_string(), s));
+            played.push(all);
         }
     }
     if let Some(w) = writer {
         w.finish()?;
     }
     print!("{}", markdown(&rows));
+    // Every later model against the first, on the same tasks of each set.
+    let sets = a.sets.len();
+    for (i, (model, set, _)) in rows.iter().enumerate().skip(sets) {
+        let (b_only, a_only, p) = paired_right_tool(&played[i % sets], &played[i]);
+        println!(
+            "\npaired sign test on {set}, right tool: {model} right where {} is wrong {b_only}, the reverse {a_only}, p = {p:.2e}",
+            rows[i % sets].0
+        );
+    }
     if let Some(p) = &a.summary {
         let v: Vec<_> = rows
             .iter()
@@ -517,7 +630,7 @@ pub fn eval(a: &EvalArgs) -> Result<i32> {
         std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n")?;
     }
     Ok(match (a.min_right_tool, rows.first()) {
-        (Some(min), Some((_, _, s))) if s.right_tool < min => 1,
+        (Some(min), Some((_, _, s))) if s.right_tool.value < min => 1,
         _ => 0,
     })
 }

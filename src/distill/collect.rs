@@ -7,7 +7,7 @@
 //! Effectiveness reach their thresholds. Hook-triggered retries: by default only the final, accepted
 //! attempt is kept (the failed attempt and the hook's feedback are cut out); with probability
 //! `keep_retry_prob` (seeded per record id) the full retry trajectory is kept, so the model also sees
-//! how to recover.
+//! how to recover; its rejected attempts are marked `"weight": 0` and take no loss.
 
 use std::collections::BTreeMap;
 
@@ -99,12 +99,7 @@ fn is_retry_feedback(m: &Message) -> bool {
 /// Cuts every failed attempt out of the current turn: for each retry feedback, the assistant message
 /// it answers and everything from there through the feedback. Returns how many attempts were cut.
 pub fn keep_final_attempts(traj: &mut Trajectory) -> usize {
-    let start = traj
-        .meta
-        .get("turn_start")
-        .and_then(Value::as_u64)
-        .unwrap_or(0) as usize;
-    let start = start.min(traj.messages.len());
+    let start = turn_start(traj);
     let mut kept: Vec<Message> = traj.messages[..start].to_vec();
     let mut cut = 0;
     for m in traj.messages[start..].iter() {
@@ -123,6 +118,39 @@ pub fn keep_final_attempts(traj: &mut Trajectory) -> usize {
     }
     traj.messages = kept;
     cut
+}
+
+/// Where the current turn starts (`meta.turn_start`; earlier messages are history).
+fn turn_start(traj: &Trajectory) -> usize {
+    let start = traj
+        .meta
+        .get("turn_start")
+        .and_then(Value::as_u64)
+        .unwrap_or(0) as usize;
+    start.min(traj.messages.len())
+}
+
+/// Marks every assistant message that retry feedback rejected `"weight": 0`: a kept full retry
+/// trajectory teaches the recovery after the feedback, never the rejected attempt itself (it stays in
+/// the context). Returns how many messages were marked.
+pub fn mask_rejected_attempts(traj: &mut Trajectory) -> usize {
+    let start = turn_start(traj);
+    let mut masked = 0;
+    for j in start..traj.messages.len() {
+        if !is_retry_feedback(&traj.messages[j]) {
+            continue;
+        }
+        let answered = (start..j)
+            .rev()
+            .find(|&a| traj.messages[a].role == Role::Assistant);
+        if let Some(a) = answered {
+            if traj.messages[a].is_trained() {
+                traj.messages[a].extra.insert("weight".into(), json!(0));
+                masked += 1;
+            }
+        }
+    }
+    masked
 }
 
 /// Applies the retry policy and the score thresholds; `None` with the reason when dropped.
@@ -145,7 +173,10 @@ pub fn filter(mut traj: Trajectory, f: &Filter, summary: &mut Summary) -> Option
     if retries > 0 {
         if Rng::derive(f.seed, &format!("keep-retry/{}", traj.id)).chance(f.keep_retry_prob) {
             summary.retries_kept_full += 1;
+            let masked = mask_rejected_attempts(&mut traj);
             traj.meta.insert("retry_trajectory".into(), json!("full"));
+            traj.meta
+                .insert("retry_attempts_masked".into(), json!(masked));
         } else {
             let cut = keep_final_attempts(&mut traj);
             summary.retries_trimmed += 1;

@@ -3,4 +3,3 @@
 
 pub mod cli;
 pub mod collect;
-pub mod eval;

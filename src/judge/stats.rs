@@ -104,6 +104,37 @@ pub fn sign_test(k: u64, n: u64) -> f64 {
     (2.0 * tail).min(1.0)
 }
 
+/// The Wilson score interval of `k` successes in `n` trials at 95% (z = 1.96), as statsmodels'
+/// `proportion_confint(k, n, method="wilson")` gives it: sound for small `n` and rates near 0 or 1,
+/// where the normal interval is not. `n = 0` gives (0, 1).
+pub fn wilson(k: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (n, p, z) = (n as f64, k as f64 / n as f64, 1.959_963_984_540_054);
+    let denom = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// The mean of `values` with its 95% normal-approximation interval (mean ± 1.96·s/√n, s the sample
+/// standard deviation), for per-episode scores in [0, 1] that are not plain 0/1 outcomes. Fewer than
+/// two values give the whole range as the interval.
+pub fn mean_interval(values: &[f64]) -> (f64, f64, f64) {
+    let n = values.len() as f64;
+    if values.is_empty() {
+        return (0.0, 0.0, 1.0);
+    }
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, 0.0, 1.0);
+    }
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let half = 1.959_963_984_540_054 * (var / n).sqrt();
+    (mean, mean - half, mean + half)
+}
+
 /// Counts of (row label, column label) pairs over a fixed label order.
 pub fn confusion<T: PartialEq>(labels: &[T], truth: &[T], predicted: &[T]) -> Vec<Vec<u64>> {
     let mut m = vec![vec![0u64; labels.len()]; labels.len()];
@@ -130,6 +161,37 @@ mod tests {
         assert_eq!(sign_test(5, 10), 1.0);
         assert!((sign_test(0, 1) - 1.0).abs() < 1e-12);
         assert!((sign_test(0, 5) - 0.0625).abs() < 1e-12);
+    }
+
+    #[test]
+    fn wilson_intervals_match_statsmodels() {
+        // proportion_confint(k, n, method="wilson")
+        for (k, n, lo, hi) in [
+            (50, 100, 0.403_831_5, 0.596_168_5),
+            (0, 10, 0.0, 0.277_532_8),
+            (7, 20, 0.181_191_8, 0.567_145_7),
+        ] {
+            let (a, b) = wilson(k, n);
+            assert!(
+                (a - lo).abs() < 1e-6 && (b - hi).abs() < 1e-6,
+                "{k}/{n}: ({a}, {b})"
+            );
+        }
+        assert_eq!(wilson(0, 0), (0.0, 1.0));
+    }
+
+    #[test]
+    fn mean_interval_is_the_normal_interval_of_the_sample() {
+        // mean 0.5, sample sd 0.5773503 (numpy: np.std(x, ddof=1)), n 4.
+        let (m, lo, hi) = mean_interval(&[0.0, 0.0, 1.0, 1.0]);
+        let half = 1.959_963_984_540_054 * 0.577_350_269_189_625_8 / 2.0;
+        assert!(
+            (m - 0.5).abs() < 1e-12
+                && (lo - (0.5 - half)).abs() < 1e-12
+                && (hi - (0.5 + half)).abs() < 1e-12
+        );
+        assert_eq!(mean_interval(&[0.3]), (0.3, 0.0, 1.0));
+        assert_eq!(mean_interval(&[]), (0.0, 0.0, 1.0));
     }
 
     #[test]

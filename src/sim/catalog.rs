@@ -189,6 +189,16 @@ impl Catalog {
             .collect()
     }
 
+    /// The FAQ entries of one split (partitioned like products, so held-out tasks ask unseen entries).
+    pub fn faq_of(&self, split: Split) -> Vec<&FaqEntry> {
+        self.faq
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Split::of_index(*i) == split)
+            .map(|(_, f)| f)
+            .collect()
+    }
+
     /// Generate `n` products (at least 5 so every split has one), the FAQ and two orders per product.
     pub fn generate(seed: u64, n: usize) -> Catalog {
         let n = n.max(5);

@@ -72,8 +72,14 @@ pub struct CatalogArgs {
 pub struct TasksArgs {
     #[arg(long, default_value_t = 1000)]
     pub n: usize,
+    /// Whose products, rooms, orders and FAQ entries the tasks use (splits share none of them).
     #[arg(long, value_enum, default_value_t = Split::Train)]
     pub split: Split,
+    /// Whose viewer phrasing templates the tasks use (default: `--split`'s). `--split dev
+    /// --phrasings train` makes held-out tasks worded like training ones: new products and rooms, no
+    /// unseen wording.
+    #[arg(long, value_enum)]
+    pub phrasings: Option<Split>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Intent weights, e.g. `product_qa=46,chat=19,clarify=16,after_sales=7,promotion=4,presentation_order=2,faq=2,silent_refusal=0.8`.
@@ -161,6 +167,7 @@ pub fn run(cmd: &SimCommand, err: &mut dyn std::io::Write) -> Result<i32> {
         SimCommand::Tasks(a) => {
             let catalog = a.catalog.load()?;
             let mut cfg = TaskConfig::new(a.split, a.seed);
+            cfg.phrasings = a.phrasings.unwrap_or(a.split);
             if let Some(m) = &a.mix {
                 cfg.mix = m.clone();
             }
@@ -175,9 +182,10 @@ pub fn run(cmd: &SimCommand, err: &mut dyn std::io::Write) -> Result<i32> {
             w.finish()?;
             writeln!(
                 err,
-                "hat sim tasks: {} {} tasks (seed {})",
+                "hat sim tasks: {} {} tasks, {} phrasings (seed {})",
                 out.len(),
                 tasks::split_name(a.split),
+                tasks::split_name(cfg.phrasings),
                 a.seed
             )?;
             Ok(0)

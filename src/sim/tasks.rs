@@ -179,7 +179,12 @@ impl Mix {
 /// Knobs of the viewer simulator.
 #[derive(Debug, Clone)]
 pub struct TaskConfig {
+    /// Whose products, rooms, orders and FAQ entries the tasks ask about.
     pub split: Split,
+    /// Whose phrasing templates the viewers use. Usually `split`; held-out tasks phrased with the
+    /// training templates (`split` dev, `phrasings` train) test what a model learned about new
+    /// products and harnesses without asking it to understand wordings it never saw.
+    pub phrasings: Split,
     pub seed: u64,
     pub mix: Mix,
     /// Share of English rooms.
@@ -198,6 +203,7 @@ impl TaskConfig {
     pub fn new(split: Split, seed: u64) -> TaskConfig {
         TaskConfig {
             split,
+            phrasings: split,
             seed,
             mix: Mix::default(),
             en_share: 0.3,
@@ -346,10 +352,16 @@ fn task(catalog: &Catalog, cfg: &TaskConfig, i: usize) -> Trajectory {
     };
     let ask = b.ask(intent);
     let expected = b.expected(intent, &ask);
-    let id = format!("sim-{}-{}-{i:06}", split_name(cfg.split), cfg.seed);
+    let id = if cfg.phrasings == cfg.split {
+        format!("sim-{}-{}-{i:06}", split_name(cfg.split), cfg.seed)
+    } else {
+        let (s, p) = (split_name(cfg.split), split_name(cfg.phrasings));
+        format!("sim-{s}-{p}phr-{}-{i:06}", cfg.seed)
+    };
     let mut meta = Map::new();
     meta.insert("source".into(), json!("sim"));
     meta.insert("split".into(), json!(split_name(cfg.split)));
+    meta.insert("phrasings".into(), json!(split_name(cfg.phrasings)));
     meta.insert("seed".into(), json!(cfg.seed));
     Trajectory {
         id,
@@ -461,7 +473,7 @@ impl Builder<'_> {
     }
 
     fn say(&mut self, kind: Phrase, vars: &[(&str, &str)], protected: &[&str]) {
-        let template = pick(&mut self.rng, kind, self.lang, self.cfg.split);
+        let template = pick(&mut self.rng, kind, self.lang, self.cfg.phrasings);
         let text = fill(template, vars);
         let text = noise::apply(&mut self.rng, &text, self.lang, self.cfg.noise, protected);
         self.crowd();
@@ -486,7 +498,7 @@ impl Builder<'_> {
                     break n;
                 }
             };
-            let text = pick(&mut self.rng, Phrase::Crowd, self.lang, self.cfg.split);
+            let text = pick(&mut self.rng, Phrase::Crowd, self.lang, self.cfg.phrasings);
             self.line(other, text);
         }
     }
@@ -543,7 +555,8 @@ impl Builder<'_> {
                 ask
             }
             Intent::Faq => {
-                let entry = self.rng.pick(&self.catalog.faq).clone();
+                let entries = self.catalog.faq_of(self.cfg.split);
+                let entry = (*self.rng.pick(&entries)).clone();
                 let q = entry.question.get(lang).to_string();
                 self.say(Phrase::Faq, &[("q", &q)], &[]);
                 let mut ask = Ask::new(Aspect::Faq, lang);
@@ -584,7 +597,11 @@ impl Builder<'_> {
                     Lang::Zh => "请问您问的是哪一款呢？",
                     Lang::En => "Which product do you mean?",
                 };
-                self.lines.push(Message::text(Role::Assistant, question));
+                // The host's question is scripted context, not the policy's: `weight: 0` (the OpenAI
+                // fine-tuning field) keeps it out of the loss.
+                let mut scripted = Message::text(Role::Assistant, question);
+                scripted.extra.insert("weight".into(), json!(0));
+                self.lines.push(scripted);
                 let (id, reference) = self.target_by_name();
                 self.say(Phrase::ClarifyAnswer, &[("p", &reference)], &[&reference]);
                 let mut ask = Ask::new(Aspect::Price, lang);
@@ -699,7 +716,7 @@ impl Builder<'_> {
                     Aspect::Size => Phrase::Size,
                     _ => Phrase::Promotion,
                 };
-                let template = pick(&mut self.rng, kind, lang, self.cfg.split);
+                let template = pick(&mut self.rng, kind, lang, self.cfg.phrasings);
                 let mut text = fill(template, &[("p", &reference)]);
                 if matches!(aspect, Aspect::Price | Aspect::Promotion) {
                     self.bait(&mut text);
@@ -870,6 +887,51 @@ mod tests {
                 assert!(!e.facts.is_empty() && !e.tool_calls.is_empty(), "{}", t.id);
             }
         }
+    }
+
+    /// `--split dev --phrasings train`: unseen products, rooms and FAQ entries, asked in the training
+    /// wording (every template the split could use, drawn many times, is a training one).
+    #[test]
+    fn held_out_tasks_can_be_worded_like_training_ones() {
+        let cat = Catalog::generate(1, 40);
+        let mut cfg = TaskConfig::new(Split::Dev, 4);
+        cfg.phrasings = Split::Train;
+        cfg.noise = 0.0;
+        cfg.crowd = 0.0;
+        cfg.mix = "chat=1,faq=1".parse().unwrap();
+        let templates = |split: Split| {
+            let mut rng = Rng::new(5);
+            let mut out = std::collections::HashSet::new();
+            for lang in [Lang::Zh, Lang::En] {
+                for _ in 0..500 {
+                    out.insert(pick(&mut rng, Phrase::Chat, lang, split));
+                }
+            }
+            out
+        };
+        let (train, dev) = (templates(Split::Train), templates(Split::Dev));
+        let dev_faq: Vec<String> = cat
+            .faq_of(Split::Dev)
+            .iter()
+            .flat_map(|f| [f.question.zh.clone(), f.question.en.clone()])
+            .collect();
+        let tasks = generate(&cat, &cfg, 200).unwrap();
+        let (mut chats, mut faqs) = (0, 0);
+        for t in &tasks {
+            assert!(t.id.starts_with("sim-dev-trainphr-4-"), "{}", t.id);
+            let task = t.task.as_ref().unwrap();
+            if task.intent == Intent::Chat {
+                let text = t.messages[0].text_content();
+                let said = text.split_once('：').or(text.split_once(": ")).unwrap().1;
+                assert!(train.contains(said) && !dev.contains(said), "{said}");
+                chats += 1;
+            } else {
+                let q = Ask::of(task).unwrap().question.unwrap();
+                assert!(dev_faq.contains(&q), "{q} is not a dev FAQ entry");
+                faqs += 1;
+            }
+        }
+        assert!(chats > 50 && faqs > 50, "{chats} chats, {faqs} FAQ");
     }
 
     #[test]

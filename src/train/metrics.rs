@@ -1,5 +1,5 @@
 //! Training metrics: one JSON object per line (`{"step", "loss", ...}` per step,
-//! `{"step", "dev_loss", "dev_tool_call_exact"}` per evaluation) and a hand-written SVG plot of the curves.
+//! `{"step", "dev_loss", "dev_tool_call_exact", "dev_first_call_exact"}` per evaluation) and a hand-written SVG plot of the curves.
 
 use std::io::Write;
 use std::path::Path;
@@ -55,7 +55,7 @@ pub fn series(path: &Path, key: &str) -> Result<Vec<(f64, f64)>> {
 }
 
 /// Writes an SVG with the training loss (blue), the dev loss (orange) and the dev tool-call exact-match
-/// share (green, 0–1 on the same axis) against the step.
+/// shares (green: every tool-calling turn; red: the opening one; 0–1 on the same axis) against the step.
 pub fn plot_loss(metrics: &Path, svg: &Path) -> Result<()> {
     let curves = [
         ("train loss", "#1f77b4", series(metrics, "loss")?),
@@ -64,6 +64,11 @@ pub fn plot_loss(metrics: &Path, svg: &Path) -> Result<()> {
             "dev tool calls exact",
             "#2ca02c",
             series(metrics, "dev_tool_call_exact")?,
+        ),
+        (
+            "dev first call exact",
+            "#d62728",
+            series(metrics, "dev_first_call_exact")?,
         ),
     ];
     let points = curves.iter().flat_map(|c| c.2.iter());

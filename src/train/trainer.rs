@@ -222,39 +222,67 @@ pub struct DevMetrics {
     /// which arguments). A faster and finer signal than rollouts, and the one the dev loss hides: a
     /// model can copy the call syntax perfectly and still pick the same tool for every message.
     pub tool_call_exact: Option<f64>,
+    /// The same for the *first* tool-calling turn of each record alone: the opening decision (which
+    /// skill to load, which tool to call) made from the viewer's message and the harness in the
+    /// prompt, before any tool result can give the answer away.
+    pub first_call_exact: Option<f64>,
 }
 
-/// [`DevMetrics`] over `views`, in shared-prefix micro-batches of `batch_tokens`; `None` without
-/// trained tokens.
-pub fn dev_metrics<B: Backend>(
+/// What teacher forcing says about one view: its loss, and which of its tool-calling turns greedy
+/// decoding would reproduce.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ViewScore {
+    /// `Σ -log p(target) × weight` over the view's trained tokens, and the sum of those weights.
+    pub nll: f64,
+    pub trained: f64,
+    /// Tool-calling turns, and those whose every token is the model's argmax.
+    pub calls: usize,
+    pub calls_exact: usize,
+    /// Whether the first tool-calling turn is reproduced; `None` for a view without one.
+    pub first_call_exact: Option<bool>,
+    /// The model's argmax at each trained token of that turn (teacher-forced), to show what it says
+    /// instead.
+    pub first_call_argmax: Vec<u32>,
+}
+
+/// A [`ViewScore`] per view (in `views` order), teacher-forced in shared-prefix micro-batches of
+/// `batch_tokens`.
+pub fn score_views<B: Backend>(
     model: &CausalLm<B>,
     views: &[TrainingView],
     pad: u32,
     batch_tokens: usize,
     device: &B::Device,
-) -> Result<Option<DevMetrics>> {
-    let (mut sum, mut count) = (0.0f64, 0.0f64);
-    let (mut exact, mut turns) = (0usize, 0usize);
+) -> Result<Vec<ViewScore>> {
+    let mut scores = vec![ViewScore::default(); views.len()];
     for rows in bucket_shared(views, batch_tokens) {
         let refs: Vec<&TrainingView> = rows.iter().map(|&i| &views[i]).collect();
         let b = to_tensors::<B>(&refs, pad, true, device)?;
-        if b.trained_positions.dims()[0] == 0 {
+        let k = b.trained_positions.dims()[0];
+        if k == 0 {
             continue;
         }
         let (hidden, _) = batch_hidden_states(model, &b);
         let logits = trained_logits(model, hidden, &b);
-        sum += weighted_nll(logits.clone(), &b).into_scalar().elem::<f64>();
-        count += b.trained as f64;
+        let picked = log_softmax(logits.clone(), 1)
+            .gather(1, b.trained_targets.clone().reshape([k, 1]))
+            .reshape([k]);
+        let floats = |t: Tensor<B, 1>| t.into_data().convert::<f32>().to_vec::<f32>();
         let ints = |t: Tensor<B, 1, Int>| t.into_data().convert::<i64>().to_vec::<i64>();
+        let logprobs = floats(picked)?;
+        let weights = floats(b.trained_weights.clone())?;
         let argmax = ints(logits.argmax(1).flatten(0, 1))?;
         let targets = ints(b.trained_targets.clone())?;
         let positions = ints(b.trained_positions.clone())?;
         let prefix = b.prefix.as_ref().map_or(0, |p| p.dims()[1]);
         let row_len = b.ids.dims()[1];
         // Each trained position is (row, token) of the batch: flat index r·T + k predicts token prefix + k + 1.
-        let mut calls: BTreeMap<(usize, usize), bool> = BTreeMap::new();
-        for ((pos, a), t) in positions.iter().zip(&argmax).zip(&targets) {
+        let mut calls: BTreeMap<(usize, usize), (bool, Vec<u32>)> = BTreeMap::new();
+        for (j, pos) in positions.iter().enumerate() {
             let (row, k) = (*pos as usize / row_len, *pos as usize % row_len);
+            let score = &mut scores[rows[row]];
+            score.nll -= f64::from(logprobs[j] * weights[j]);
+            score.trained += f64::from(weights[j]);
             let token = prefix + k + 1;
             let view = refs[row];
             let Some(seg) = view
@@ -265,15 +293,45 @@ pub fn dev_metrics<B: Backend>(
                 continue;
             };
             if view.segments[seg].kind == SegmentKind::ToolCall {
-                *calls.entry((row, seg)).or_insert(true) &= a == t;
+                let (hit, said) = calls.entry((row, seg)).or_insert((true, Vec::new()));
+                *hit &= argmax[j] == targets[j];
+                said.push(argmax[j] as u32);
             }
         }
-        turns += calls.len();
-        exact += calls.values().filter(|&&hit| hit).count();
+        // Keys are ordered (row, segment): a row's first entry is its first tool-calling turn.
+        for ((row, _), (hit, said)) in calls {
+            let score = &mut scores[rows[row]];
+            if score.first_call_exact.is_none() {
+                score.first_call_exact = Some(hit);
+                score.first_call_argmax = said;
+            }
+            score.calls += 1;
+            score.calls_exact += usize::from(hit);
+        }
     }
-    Ok((count > 0.0).then(|| DevMetrics {
-        loss: sum / count,
-        tool_call_exact: (turns > 0).then(|| exact as f64 / turns as f64),
+    Ok(scores)
+}
+
+/// [`DevMetrics`] over `views` (see [`score_views`]); `None` without trained tokens.
+pub fn dev_metrics<B: Backend>(
+    model: &CausalLm<B>,
+    views: &[TrainingView],
+    pad: u32,
+    batch_tokens: usize,
+    device: &B::Device,
+) -> Result<Option<DevMetrics>> {
+    let scores = score_views(model, views, pad, batch_tokens, device)?;
+    let sum = |f: &dyn Fn(&ViewScore) -> f64| scores.iter().map(f).sum::<f64>();
+    let (nll, trained) = (sum(&|s| s.nll), sum(&|s| s.trained));
+    let rate = |hits: f64, n: f64| (n > 0.0).then(|| hits / n);
+    let firsts: Vec<bool> = scores.iter().filter_map(|s| s.first_call_exact).collect();
+    Ok((trained > 0.0).then(|| DevMetrics {
+        loss: nll / trained,
+        tool_call_exact: rate(sum(&|s| s.calls_exact as f64), sum(&|s| s.calls as f64)),
+        first_call_exact: rate(
+            firsts.iter().filter(|&&h| h).count() as f64,
+            firsts.len() as f64,
+        ),
     }))
 }
 
@@ -489,9 +547,14 @@ pub fn train<B: AutodiffBackend>(
                 cfg.batch_tokens,
                 device,
             )?;
-            let (dev_loss, exact) = (dev.map(|d| d.loss), dev.and_then(|d| d.tool_call_exact));
+            let (dev_loss, exact, first) = (
+                dev.map(|d| d.loss),
+                dev.and_then(|d| d.tool_call_exact),
+                dev.and_then(|d| d.first_call_exact),
+            );
             log.write(
-                &json!({"step": state.step, "dev_loss": dev_loss, "dev_tool_call_exact": exact}),
+                &json!({"step": state.step, "dev_loss": dev_loss, "dev_tool_call_exact": exact,
+                        "dev_first_call_exact": first}),
             )?;
             pb.suspend(|| {
                 eprintln!(

@@ -11,7 +11,9 @@
 //!   end-of-turn token, then the template's trailing newline.
 //!
 //! The loss mask is 1 on the completion up to and including the end-of-turn token, 0 everywhere else
-//! (system, user, tool results, the `assistant` header, the newline after end-of-turn).
+//! (system, user, tool results, the `assistant` header, the newline after end-of-turn, and assistant
+//! messages marked `"weight": 0`, which are context the policy did not write: see
+//! [`Message::is_trained`](crate::record::Message::is_trained)).
 //!
 //! Qwen3's template is not prefix-preserving: the last assistant message gets an empty
 //! `<think>\n\n</think>\n\n` block that disappears once another message follows. The generated tokens
@@ -75,6 +77,20 @@ impl TrainingView {
     /// Tokens that carry loss.
     pub fn trained_tokens(&self) -> usize {
         self.loss_mask.iter().filter(|&&m| m == 1).count()
+    }
+
+    /// Puts every token under the loss (language modelling of the whole record: system prompt, viewers,
+    /// tool results and the assistant), for a base stage; weights already set are kept on the tokens
+    /// that had them, the others get 1.
+    pub fn train_on_every_token(&mut self) {
+        if let Some(w) = &mut self.weights {
+            for (w, m) in w.iter_mut().zip(&self.loss_mask) {
+                if *m == 0 {
+                    *w = 1.0;
+                }
+            }
+        }
+        self.loss_mask.fill(1);
     }
 
     /// Multiplies the loss weight of the trained tokens in segments of `kind` by `factor` (the others
@@ -225,7 +241,7 @@ impl ViewBuilder {
         let mut last: Option<usize> = None;
         let mut stream = String::new();
         for (i, m) in rec.messages.iter().enumerate() {
-            if m.role != Role::Assistant {
+            if !m.is_trained() {
                 continue;
             }
             let prompt = self.render(&messages[..i], &tools, true)?;

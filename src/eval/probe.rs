@@ -1,0 +1,194 @@
+//! Teacher-forced decisions: on held-out teacher records, does the model's argmax reproduce the
+//! teacher's tool calls token for token? No sampling and no simulator, so a few hundred records take
+//! seconds, and the number isolates the decision from everything a rollout adds.
+//!
+//! The *opening call* (the first tool-calling turn: which skill to load, which tool to call) is made
+//! from the viewer's message and the harness in the prompt alone. The same tasks under a renamed
+//! harness (an HSA variant) ask for the same decision under other names, so the two sets side by side
+//! measure whether a model reads the names in its prompt or recalls the ones it was trained on.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use burn::prelude::*;
+use serde::Serialize;
+
+use crate::judge::stats::{sign_test, wilson};
+use crate::model::CausalLm;
+use crate::record::Trajectory;
+use crate::train::trainer::score_views;
+use crate::train::view::ViewBuilder;
+
+/// `hits` of `n`, with its 95% Wilson interval when printed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Rate {
+    pub hits: u64,
+    pub n: u64,
+}
+
+impl Rate {
+    fn add(&mut self, hit: bool) {
+        self.hits += u64::from(hit);
+        self.n += 1;
+    }
+
+    pub fn value(&self) -> f64 {
+        self.hits as f64 / self.n.max(1) as f64
+    }
+
+    /// `0.650 [0.581, 0.713] n=200`.
+    pub fn display(&self) -> String {
+        let (lo, hi) = wilson(self.hits, self.n);
+        format!("{:.3} [{lo:.3}, {hi:.3}] n={}", self.value(), self.n)
+    }
+}
+
+/// One record's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    pub id: String,
+    pub intent: String,
+    pub opening_exact: Option<bool>,
+    /// What the model says in the opening call's place (its teacher-forced argmax, decoded).
+    pub opening_said: Option<String>,
+    pub calls: usize,
+    pub calls_exact: usize,
+}
+
+/// A model on one record set.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Probe {
+    /// Records that yielded a view (the others are counted in `skipped`).
+    pub records: usize,
+    pub skipped: usize,
+    /// Mean cross-entropy over the trained tokens.
+    pub loss: f64,
+    pub opening: Rate,
+    pub calls: Rate,
+    pub opening_by_intent: BTreeMap<String, Rate>,
+    pub decisions: Vec<Decision>,
+}
+
+/// Scores `records` teacher-forced with `model` (views built with `builder`, the model's own
+/// tokenizer and chat template).
+pub fn probe<B: Backend>(
+    model: &CausalLm<B>,
+    builder: &ViewBuilder,
+    records: &[Trajectory],
+    pad: u32,
+    batch_tokens: usize,
+    device: &B::Device,
+) -> Result<Probe> {
+    let mut kept = Vec::new();
+    let mut views = Vec::new();
+    for r in records {
+        if let Ok(v) = builder.build(r) {
+            kept.push(r);
+            views.push(v);
+        }
+    }
+    let scores = score_views(model, &views, pad, batch_tokens, device)?;
+    let mut p = Probe {
+        records: views.len(),
+        skipped: records.len() - views.len(),
+        ..Probe::default()
+    };
+    let (mut nll, mut trained) = (0.0, 0.0);
+    for (r, s) in kept.iter().zip(&scores) {
+        nll += s.nll;
+        trained += s.trained;
+        let intent = r
+            .task
+            .as_ref()
+            .map_or("unknown".to_string(), |t| t.intent.as_str().to_string());
+        if let Some(hit) = s.first_call_exact {
+            p.opening.add(hit);
+            p.opening_by_intent
+                .entry(intent.clone())
+                .or_default()
+                .add(hit);
+        }
+        p.calls.hits += s.calls_exact as u64;
+        p.calls.n += s.calls as u64;
+        let opening_said = s.first_call_exact.map(|_| {
+            builder
+                .tokenizer()
+                .decode(&s.first_call_argmax, false)
+                .unwrap_or_default()
+        });
+        p.decisions.push(Decision {
+            id: r.id.clone(),
+            intent,
+            opening_exact: s.first_call_exact,
+            opening_said,
+            calls: s.calls,
+            calls_exact: s.calls_exact,
+        });
+    }
+    p.loss = nll / trained.max(f64::MIN_POSITIVE);
+    Ok(p)
+}
+
+/// The paired sign test of B against A on the opening call, over the records both decided:
+/// (B right where A is wrong, A right where B is wrong, p-value).
+pub fn paired(a: &Probe, b: &Probe) -> (u64, u64, f64) {
+    let of_a: BTreeMap<&str, bool> = a
+        .decisions
+        .iter()
+        .filter_map(|d| Some((d.id.as_str(), d.opening_exact?)))
+        .collect();
+    let (mut b_only, mut a_only) = (0, 0);
+    for d in &b.decisions {
+        if let (Some(hb), Some(&ha)) = (d.opening_exact, of_a.get(d.id.as_str())) {
+            b_only += u64::from(hb && !ha);
+            a_only += u64::from(ha && !hb);
+        }
+    }
+    (b_only, a_only, sign_test(b_only, b_only + a_only))
+}
+
+/// The markdown table of `(model, set, probe)` rows, then the opening call by intent.
+pub fn markdown(rows: &[(String, String, Probe)]) -> String {
+    let mut s = String::from(
+        "| model | record set | records | opening call exact [95% CI] | all tool calls exact | loss |\n|---|---|---|---|---|---|\n",
+    );
+    for (model, set, p) in rows {
+        s.push_str(&format!(
+            "| {model} | {set} | {} | {} | {} | {:.4} |\n",
+            p.records,
+            p.opening.display(),
+            p.calls.display(),
+            p.loss
+        ));
+    }
+    s.push_str("\nOpening call by intent (what the model says most often in its place, teacher-forced):\n\n| model | record set | intent | opening call exact | most common opening said |\n|---|---|---|---|---|\n");
+    for (model, set, p) in rows {
+        for (intent, r) in &p.opening_by_intent {
+            s.push_str(&format!(
+                "| {model} | {set} | {intent} | {} | {} |\n",
+                r.display(),
+                most_common_opening(p, intent)
+            ));
+        }
+    }
+    s
+}
+
+/// The opening the model says most often for `intent`, with its count: `` `…` ×12/40 ``. One answer
+/// for every intent is the signature of a model that ignores its input.
+fn most_common_opening(p: &Probe, intent: &str) -> String {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in p.decisions.iter().filter(|d| d.intent == intent) {
+        if let Some(said) = &d.opening_said {
+            *counts.entry(said.as_str()).or_default() += 1;
+        }
+    }
+    let total: usize = counts.values().sum();
+    counts
+        .into_iter()
+        .max_by_key(|&(said, n)| (n, std::cmp::Reverse(said)))
+        .map_or("-".into(), |(said, n)| {
+            let said: String = said.chars().filter(|c| *c != '|').collect();
+            format!("`{}` ×{n}/{total}", said.replace('\n', "⏎"))
+        })
+}

@@ -1,0 +1,196 @@
+//! Evaluation of a trained checkpoint: the local model plays held-out tasks in the simulator under a
+//! harness (the original or a variant directory written by `hsa-augment --out`), the verifiable judge
+//! scores each episode, and the summary reports tool-call correctness plus the four judge scores.
+//!
+//! Right tool: over tasks whose ground truth expects tool calls, the share of episodes that call every
+//! expected tool by its *surface* name in that harness (a renamed tool must be called by its new name).
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::agent::rollout::run_batch;
+use crate::agent::{Agent, SimEnv};
+use crate::harness::Harness;
+use crate::hsa::variant::MANIFEST_FILE;
+use crate::judge::stats::{mean_interval, sign_test, wilson};
+use crate::judge::verifiable::{score, TokenCounter};
+use crate::policy::Policy;
+use crate::record::{Names, Role, Trajectory};
+
+/// A rate or mean with its 95% interval and n.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Estimate {
+    pub value: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub n: usize,
+}
+
+impl Estimate {
+    /// `hits` of `n` 0/1 outcomes, Wilson interval.
+    fn rate(hits: usize, n: usize) -> Estimate {
+        let (lo, hi) = wilson(hits as u64, n as u64);
+        Estimate {
+            value: hits as f64 / n.max(1) as f64,
+            lo,
+            hi,
+            n,
+        }
+    }
+
+    /// The mean of scores in [0, 1], normal interval.
+    fn mean(values: &[f64]) -> Estimate {
+        let (value, lo, hi) = mean_interval(values);
+        Estimate {
+            value,
+            lo,
+            hi,
+            n: values.len(),
+        }
+    }
+
+    /// `0.650 [0.581, 0.713]`.
+    pub fn display(&self) -> String {
+        format!("{:.3} [{:.3}, {:.3}]", self.value, self.lo, self.hi)
+    }
+}
+
+/// Scores of one model on one harness set.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EvalSummary {
+    pub harness: String,
+    pub episodes: usize,
+    /// Over the episodes whose task expects tool calls (n = those tasks).
+    pub right_tool: Estimate,
+    pub accuracy: Estimate,
+    pub effectiveness: Estimate,
+    pub tool_rationality: Estimate,
+    /// Over the episodes the judge could score for skill selection.
+    pub skill_selection: Estimate,
+    pub success: Estimate,
+    pub errors: usize,
+}
+
+/// The harness in `dir` and its canonical → surface names (from the HSA manifest; identity without).
+pub fn load_harness(dir: &Path) -> Result<(Harness, Names)> {
+    let harness = Harness::load(dir)?;
+    let manifest = dir.join(MANIFEST_FILE);
+    let names = if manifest.exists() {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&manifest)?)
+            .with_context(|| format!("parsing {}", manifest.display()))?;
+        serde_json::from_value(v["names"].clone())
+            .with_context(|| format!("{}: `names`", manifest.display()))?
+    } else {
+        Names::default()
+    };
+    Ok((harness, names))
+}
+
+/// Whether the episode called every expected tool by its surface name; `None` when none is expected.
+pub fn right_tool(t: &Trajectory) -> Option<bool> {
+    let expected = t.task.as_ref()?.expected.as_ref()?;
+    if expected.tool_calls.is_empty() {
+        return None;
+    }
+    let names = t.names();
+    let called: Vec<&str> = t
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| m.tool_calls.iter().map(|c| c.function.name.as_str()))
+        .collect();
+    Some(
+        expected
+            .tool_calls
+            .iter()
+            .all(|c| called.contains(&names.tool_surface(&c.tool))),
+    )
+}
+
+/// Plays `tasks` with `policy` under the harness in `dir`; scored episodes (rollout errors counted).
+pub fn play(
+    dir: &Path,
+    policy: &dyn Policy,
+    tasks: &[Trajectory],
+    env: &SimEnv<'_>,
+    pool: &rayon::ThreadPool,
+) -> Result<(Vec<Trajectory>, usize)> {
+    let (harness, names) = load_harness(dir)?;
+    let agent = Agent::new(&harness, names)?;
+    let mut episodes = Vec::new();
+    let mut errors = 0;
+    for r in run_batch(&agent, policy, tasks, env, pool) {
+        match r {
+            Ok(mut t) => {
+                score(&mut t, &TokenCounter::Approximate);
+                episodes.push(t);
+            }
+            Err(_) => errors += 1,
+        }
+    }
+    Ok((episodes, errors))
+}
+
+/// Rates and means over scored episodes, each with its interval.
+pub fn summarise(label: &str, episodes: &[Trajectory], errors: usize) -> EvalSummary {
+    let right: Vec<bool> = episodes.iter().filter_map(right_tool).collect();
+    let scores = |f: &dyn Fn(&Trajectory) -> Option<f64>| -> Vec<f64> {
+        episodes.iter().filter_map(f).collect()
+    };
+    let or_zero = |x: Option<f64>| Some(x.unwrap_or(0.0));
+    let success = episodes
+        .iter()
+        .filter(|t| t.meta.get("success").and_then(|v| v.as_bool()) == Some(true))
+        .count();
+    EvalSummary {
+        harness: label.to_string(),
+        episodes: episodes.len(),
+        right_tool: Estimate::rate(right.iter().filter(|&&r| r).count(), right.len()),
+        accuracy: Estimate::mean(&scores(&|t| or_zero(t.scores.accuracy))),
+        effectiveness: Estimate::mean(&scores(&|t| or_zero(t.scores.effectiveness))),
+        tool_rationality: Estimate::mean(&scores(&|t| or_zero(t.scores.tool_rationality))),
+        skill_selection: Estimate::mean(&scores(&|t| t.scores.skill_selection)),
+        success: Estimate::rate(success, episodes.len()),
+        errors,
+    }
+}
+
+/// The paired sign test of model B against model A on right tool, over the tasks both played (joined
+/// by record id): (B right where A is wrong, the reverse, p-value).
+pub fn paired_right_tool(a: &[Trajectory], b: &[Trajectory]) -> (u64, u64, f64) {
+    let of_a: std::collections::HashMap<&str, bool> = a
+        .iter()
+        .filter_map(|t| Some((t.id.as_str(), right_tool(t)?)))
+        .collect();
+    let (mut b_only, mut a_only) = (0, 0);
+    for t in b {
+        if let (Some(rb), Some(&ra)) = (right_tool(t), of_a.get(t.id.as_str())) {
+            b_only += u64::from(rb && !ra);
+            a_only += u64::from(ra && !rb);
+        }
+    }
+    (b_only, a_only, sign_test(b_only, b_only + a_only))
+}
+
+/// A markdown table: one row per (model, harness set); every cell a value with its 95% interval.
+pub fn markdown(rows: &[(String, String, EvalSummary)]) -> String {
+    let mut s = String::from(
+        "| model | harness set | episodes | right tool (n tool tasks) | skill selection | accuracy | effectiveness | tool rationality | success |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (model, set, e) in rows {
+        s.push_str(&format!(
+            "| {model} | {set} | {} | {} ({}) | {} | {} | {} | {} | {} |\n",
+            e.episodes,
+            e.right_tool.display(),
+            e.right_tool.n,
+            e.skill_selection.display(),
+            e.accuracy.display(),
+            e.effectiveness.display(),
+            e.tool_rationality.display(),
+            e.success.display(),
+        ));
+    }
+    s
+}

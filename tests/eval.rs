@@ -1,0 +1,184 @@
+//! The evaluation shared by every stage: rollout summaries with intervals and the paired test between
+//! models, and the teacher-forced probe of opening decisions.
+
+use std::collections::BTreeMap;
+
+use burn::backend::NdArray;
+use hat::eval::probe::{paired, probe, Decision, Probe};
+use hat::eval::rollout::{paired_right_tool, summarise};
+use hat::model::{presets, CausalLm};
+use hat::record::Trajectory;
+use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
+use hat::train::trainer::dev_metrics;
+use hat::train::view::ViewBuilder;
+use serde_json::json;
+use tempfile::TempDir;
+
+/// An episode of intent `intent` that expected `check_inventory` and called `called`, scored `acc`.
+fn episode(id: &str, intent: &str, called: &str, acc: f64) -> Trajectory {
+    serde_json::from_value(json!({
+        "id": id,
+        "task": {"intent": intent, "room": {}, "viewer": {},
+                 "expected": {"skill": "product-qa", "tool_calls": [{"tool": "check_inventory"}]}},
+        "messages": [
+            {"role": "user", "content": "Is p1 in stock?"},
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": called, "arguments": "{\"product_id\": \"p1\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "{\"stock\": 3}"},
+            {"role": "assistant", "content": "Yes, 3 left."}
+        ],
+        "scores": {"accuracy": acc, "effectiveness": acc, "tool_rationality": acc, "skill_selection": 1.0},
+        "meta": {"success": acc == 1.0}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn rollout_rates_come_with_their_interval_and_n() {
+    let eps: Vec<Trajectory> = (0..10)
+        .map(|i| {
+            let called = if i < 7 {
+                "check_inventory"
+            } else {
+                "get_product_detail"
+            };
+            episode(
+                &format!("t{i}"),
+                "product_qa",
+                called,
+                f64::from(u8::from(i < 5)),
+            )
+        })
+        .collect();
+    let s = summarise("original", &eps, 1);
+    assert_eq!((s.episodes, s.errors), (10, 1));
+    assert_eq!(s.right_tool.n, 10);
+    assert!((s.right_tool.value - 0.7).abs() < 1e-12);
+    // Wilson 7/10 (statsmodels): (0.396778, 0.892209).
+    assert!(
+        (s.right_tool.lo - 0.396_778).abs() < 1e-6 && (s.right_tool.hi - 0.892_209).abs() < 1e-6
+    );
+    assert!((s.accuracy.value - 0.5).abs() < 1e-12 && s.accuracy.lo < 0.5 && s.accuracy.hi > 0.5);
+    assert!((s.success.value - 0.5).abs() < 1e-12 && s.success.n == 10);
+}
+
+#[test]
+fn the_paired_rollout_test_counts_only_discordant_tasks() {
+    let a: Vec<Trajectory> = (0..12)
+        .map(|i| {
+            episode(
+                &format!("t{i}"),
+                "product_qa",
+                if i < 2 { "check_inventory" } else { "x" },
+                1.0,
+            )
+        })
+        .collect();
+    // B is right on every task A got right and on ten more; one task only A played.
+    let mut b: Vec<Trajectory> = (0..12)
+        .map(|i| episode(&format!("t{i}"), "product_qa", "check_inventory", 1.0))
+        .collect();
+    b.push(episode("only-b", "product_qa", "check_inventory", 1.0));
+    let (b_only, a_only, p) = paired_right_tool(&a, &b);
+    assert_eq!((b_only, a_only), (10, 0));
+    assert!((p - 2.0 * 0.5f64.powi(10)).abs() < 1e-12, "{p}");
+}
+
+fn decision(id: &str, hit: Option<bool>) -> Decision {
+    Decision {
+        id: id.into(),
+        intent: "chat".into(),
+        opening_exact: hit,
+        opening_said: None,
+        calls: 1,
+        calls_exact: usize::from(hit == Some(true)),
+    }
+}
+
+#[test]
+fn the_paired_probe_test_joins_records_by_id() {
+    let a = Probe {
+        decisions: vec![
+            decision("r1", Some(true)),
+            decision("r2", Some(false)),
+            decision("r3", Some(false)),
+            decision("r4", None),
+        ],
+        ..Probe::default()
+    };
+    let b = Probe {
+        decisions: vec![
+            decision("r3", Some(true)),
+            decision("r2", Some(true)),
+            decision("r1", Some(false)),
+            decision("r4", Some(true)),
+            decision("r9", Some(true)),
+        ],
+        ..Probe::default()
+    };
+    // r2, r3: B only; r1: A only; r4 (A has no opening call) and r9 (A never saw it) are not paired.
+    let (b_only, a_only, p) = paired(&a, &b);
+    assert_eq!((b_only, a_only), (2, 1));
+    assert_eq!(p, 1.0);
+}
+
+/// A small BPE tokenizer with the Qwen3 chat template.
+fn tokenizer_dir() -> TempDir {
+    let corpus: Vec<String> = (0..60)
+        .map(|i| format!("<|im_start|>user\nIs p{i} in stock? Yes, {i} left.<|im_end|>\n<tool_call>\n{{\"name\": \"check_inventory\", \"arguments\": {{\"product_id\": \"p{i}\"}}}}\n</tool_call>"))
+        .collect();
+    let tok = train_bpe(
+        corpus,
+        &TrainOptions {
+            vocab_size: 600,
+            min_frequency: 2,
+        },
+    )
+    .unwrap();
+    let dir = TempDir::new().unwrap();
+    save_hf(&tok, dir.path(), QWEN3_CHAT_TEMPLATE, 4096).unwrap();
+    dir
+}
+
+/// The probe scores every record once, by intent, says what the model would have called, and
+/// agrees with the trainer's dev metric on the same views.
+#[test]
+fn the_probe_reports_opening_calls_by_intent_and_what_was_said() {
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let records: Vec<Trajectory> = (0..6)
+        .map(|i| {
+            episode(
+                &format!("t{i}"),
+                if i % 2 == 0 { "chat" } else { "product_qa" },
+                "check_inventory",
+                1.0,
+            )
+        })
+        .collect();
+    let cfg = presets::preset("tiny", Some(b.tokenizer().get_vocab_size(true))).unwrap();
+    let d = Default::default();
+    let model = CausalLm::<NdArray<f32>>::init(&cfg, 3, &d).unwrap();
+    let p = probe(&model, &b, &records, 0, 4096, &d).unwrap();
+    assert_eq!((p.records, p.skipped), (6, 0));
+    assert_eq!(p.opening.n, 6);
+    let by: BTreeMap<&str, u64> = p
+        .opening_by_intent
+        .iter()
+        .map(|(k, r)| (k.as_str(), r.n))
+        .collect();
+    assert_eq!(by, BTreeMap::from([("chat", 3), ("product_qa", 3)]));
+    assert!(p
+        .decisions
+        .iter()
+        .all(|d| d.opening_said.as_deref().is_some_and(|s| !s.is_empty())));
+    let views: Vec<_> = records.iter().map(|r| b.build(r).unwrap()).collect();
+    let dev = dev_metrics(&model, &views, 0, 4096, &d).unwrap().unwrap();
+    assert_eq!(dev.first_call_exact, Some(p.opening.value()));
+    assert!(
+        (dev.loss - p.loss).abs() < 1e-4 * dev.loss,
+        "{} vs {}",
+        dev.loss,
+        p.loss
+    );
+}
