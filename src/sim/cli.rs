@@ -14,7 +14,7 @@ use crate::agent::{Agent, SimEnv};
 use crate::chat::ToolCallFormat;
 use crate::harness::Harness;
 use crate::jsonl::{JsonlArgs, JsonlWriter};
-use crate::model::sampling::SamplingParams;
+use crate::model::generation::sampling::SamplingParams;
 use crate::policy::local::{LocalOptions, LocalPolicy};
 use crate::policy::openai::{ClientArgs, OpenAi};
 use crate::policy::oracle::Oracle;

@@ -1,5 +1,5 @@
-//! What the CPU training backend's own autodiff operations share (`linear_train`,
-//! `attention_train`, `delta_rule_train`, the loss's `nll_train`): moving a tensor of the generic
+//! What the CPU training backend's own autodiff operations share (`linear`,
+//! `attention`, `delta_rule`, the loss's `nll`): moving a tensor of the generic
 //! backend `B`, once [`is_cpu_autodiff`] has said it is `Autodiff<NdArray<f32>>`, to burn's autodiff
 //! primitive and back, reading its values, and handing gradients to the graph.
 //!
@@ -7,7 +7,7 @@
 //! parents' nodes, compute the output on the inner `NdArray` values, and `finish` with the state its
 //! backward pass needs when any parent is tracked.
 
-use super::cpu::{array_values, downcast};
+use crate::model::cpu::backend::{array_values, downcast};
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::NodeId;
 use burn::backend::{Autodiff, NdArray};

@@ -7,7 +7,7 @@
 //! a 128-token one. Here every query reads the keys and values in place, once, one (row, kv head)
 //! pair per part of [`spin_team`]. Prefill (many queries) keeps burn's blocked matrix products.
 
-use super::cpu::{into_array, softmax_row, tensor};
+use super::backend::{into_array, softmax_row, tensor};
 use super::spin_team;
 use burn::prelude::*;
 

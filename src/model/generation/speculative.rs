@@ -1,4 +1,4 @@
-//! Speculative decoding with the Qwen3.5 MTP head (vLLM semantics, see `mtp.rs`): the head
+//! Speculative decoding with the Qwen3.5 MTP head (vLLM semantics, see `layers/mtp.rs`): the head
 //! drafts `k` tokens from the main model's last hidden state, one main-model forward over
 //! `[last token, drafts…]` verifies them, and the longest prefix that agrees is kept plus one
 //! token from the main model.
@@ -15,7 +15,7 @@
 
 use super::generate::{rows_to_host, Generation, Sequence};
 use super::sampling::{argmax, SamplingParams};
-use super::{ids_tensor, Cache, CausalLm};
+use crate::model::{ids_tensor, Cache, CausalLm};
 use anyhow::{anyhow, bail, Context, Result};
 use burn::prelude::*;
 

@@ -1,9 +1,9 @@
 //! Inspection helpers for the CLI: a JSON summary of a checkpoint directory and raw logits.
 
 use super::checkpoint::Checkpoint;
-use super::config::{Arch, LayerType, ModelConfig};
-use super::presets::param_counts;
-use super::{ids_tensor, CausalLm};
+use crate::model::config::{Arch, LayerType, ModelConfig};
+use crate::model::presets::param_counts;
+use crate::model::{ids_tensor, CausalLm};
 use anyhow::{anyhow, Result};
 use burn::backend::NdArray;
 use serde_json::{json, Value};

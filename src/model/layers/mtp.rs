@@ -4,12 +4,12 @@
 //! `u = fc([norm_e(embed(x_{i+1})) ; norm_h(h_i)])`, one full-attention + MoE decoder layer at
 //! position i, then `mtp.norm` and the shared `lm_head`.
 
-use super::cache::LayerCache;
 use super::decoder::DecoderLayer;
 use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::rope::RopeTables;
-use super::weights::{visit_linear, HfVisitor};
+use crate::model::generation::cache::LayerCache;
+use crate::model::io::weights::{visit_linear, HfVisitor};
 use burn::prelude::*;
 
 #[derive(Module, Debug)]

@@ -1,9 +1,9 @@
 //! The gated delta rule as one autodiff operation on the CPU training backend
-//! (`Autodiff<NdArray<f32>>`): the native forward loop of [`super::delta_rule_cpu`], keeping the
+//! (`Autodiff<NdArray<f32>>`): the native forward loop of [`crate::model::cpu::delta_rule`], keeping the
 //! state at the start of every [`CHUNK`] tokens, and a native backward pass that sweeps the tokens
 //! in reverse, recomputing each chunk's states from its kept start.
 //!
-//! Through burn's autodiff the chunked (WY) form of [`super::gated_deltanet::chunked_rule`] runs as
+//! Through burn's autodiff the chunked (WY) form of [`crate::model::layers::gated_deltanet::chunked_rule`] runs as
 //! thousands of small ops, and it was ~80 % of a DeltaNet layer's training step on a CPU (`tiny`,
 //! one 2,400-token row: 0.46 s a layer with it, 0.09 s with the rule left out). The rule costs
 //! `4·dk·dv` multiply-adds per token and head, its backward about three times that. The GPU keeps
@@ -16,9 +16,9 @@
 //! `dS' += q doᵀ`, `dq = S' do`, `dδ = dS'ᵀ k` (δ = β u), `dk = dS' δ + A dm`, `dv = β dδ`,
 //! `dβ = dδ·u`, `dm = −β dδ`, `dA = dS' + k dmᵀ`, `dg = Σ dA ⊙ A`, `dS = e^g dA`.
 
-use super::autodiff_cpu::{self as ad, Cpu};
-use super::delta_rule_cpu::Head;
-use super::spin_team;
+use super::autodiff::{self as ad, Cpu};
+use crate::model::cpu::delta_rule::Head;
+use crate::model::cpu::spin_team;
 use burn::backend::autodiff::checkpoint::{base::Checkpointer, strategy::NoCheckpointing};
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
@@ -28,7 +28,7 @@ use std::sync::Arc;
 /// Tokens between two kept states: the backward pass holds `CHUNK + 1` states of a head at a time.
 const CHUNK: usize = 64;
 
-/// Same arguments and results as [`super::delta_rule_cpu::delta_rule`], for `B` =
+/// Same arguments and results as [`crate::model::cpu::delta_rule::delta_rule`], for `B` =
 /// `Autodiff<NdArray<f32>>` ([`ad::is_cpu_autodiff`]); gradients flow to every input,
 /// `s0` included.
 pub fn delta_rule<B: Backend>(
@@ -336,7 +336,7 @@ fn sweep(x: &Head, kept: &[f32], d_o: &[f32], ds: &mut [f32], d: &mut HeadGrads)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::gated_deltanet::chunked_rule;
+    use crate::model::layers::gated_deltanet::chunked_rule;
     use burn::backend::Autodiff;
     use burn::tensor::Distribution;
 

@@ -1,7 +1,7 @@
 //! The gated delta rule as a native loop on the inference CPU backend (`NdArray<f32>` without
 //! autodiff), for prefill and decode alike.
 //!
-//! The chunked form in [`super::gated_deltanet::chunked_rule`] turns the rule into large matrix
+//! The chunked form in [`crate::model::layers::gated_deltanet::chunked_rule`] turns the rule into large matrix
 //! products, which is what a GPU and autodiff want; on a CPU it costs more than the rule itself (the
 //! (I + A)⁻¹ of every chunk alone is a dozen 64×64×64 products per head) and runs as hundreds of
 //! small burn ops. The recurrent form does `4·dk·dv` multiply-adds per token and head on a state that
@@ -9,13 +9,13 @@
 //! AVX-512 or AVX2 when the machine has them. The order of every sum is fixed (over `dk`, one
 //! token after another), so the result does not depend on the SIMD width or the thread count.
 
-use super::cpu::{standard_values as values, tensor};
+use super::backend::{standard_values as values, tensor};
 use super::spin_team;
 use burn::prelude::*;
 
 /// `q, k: [B, H, T, dk]`, `v: [B, H, T, dv]`, `g, beta: [B, H, T]`, `s0: [B, H, dk, dv]` (zeros when
 /// `None`) → the outputs `[B, H, T, dv]` and the final state. Only for the CPU backend
-/// ([`super::cpu::is_cpu`]); the same math as [`super::gated_deltanet::recurrent_rule`].
+/// ([`super::backend::is_cpu`]); the same math as [`crate::model::layers::gated_deltanet::recurrent_rule`].
 pub fn delta_rule<B: Backend>(
     q: Tensor<B, 4>,
     k: Tensor<B, 4>,
@@ -46,7 +46,7 @@ pub fn delta_rule<B: Backend>(
 }
 
 /// One (row, head) pair's inputs, time-major.
-pub(super) struct Head<'a> {
+pub(in crate::model) struct Head<'a> {
     pub dk: usize,
     pub q: &'a [f32],
     pub k: &'a [f32],
@@ -146,7 +146,7 @@ impl<'a> Head<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::gated_deltanet::{chunked_rule, recurrent_rule};
+    use crate::model::layers::gated_deltanet::{chunked_rule, recurrent_rule};
     use burn::backend::NdArray;
     use burn::tensor::Distribution;
 

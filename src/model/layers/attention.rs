@@ -2,14 +2,14 @@
 //! Qwen3-MoE: plain attention. Qwen3.5: `q_proj` emits `[q_h | gate_h]` per head and the output
 //! is multiplied by `sigmoid(gate)` before `o_proj`; RoPE may be partial.
 
-use super::autodiff_cpu::is_cpu_autodiff;
-use super::cache::KvCache;
-use super::cpu::{is_cpu, sigmoid, softmax_last};
 use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::rope::RopeTables;
-use super::weights::{linear, visit_linear, HfVisitor, WeightSource};
-use super::{attention_cpu, attention_train};
+use crate::model::cpu::backend::{is_cpu, sigmoid, softmax_last};
+use crate::model::generation::cache::KvCache;
+use crate::model::io::weights::{linear, visit_linear, HfVisitor, WeightSource};
+use crate::model::train_ops::autodiff::is_cpu_autodiff;
+use crate::model::{cpu, train_ops};
 use anyhow::Result;
 use burn::prelude::*;
 use burn::tensor::TensorData;
@@ -178,27 +178,27 @@ impl<B: Backend> Attention<B> {
         let [_, _, t, hd] = q.dims();
         let cached = k.dims()[2] - t;
         let scale = (hd as f32).powf(-0.5);
-        if is_cpu::<B>() && t <= attention_cpu::FEW_QUERIES {
+        if is_cpu::<B>() && t <= cpu::attention::FEW_QUERIES {
             let start = |row: usize| starts[row.min(starts.len() - 1)];
             let window = self.sliding_window;
             let visible =
                 |row: usize, i: usize, j: usize| visible(window, start(row), cached, i, j);
-            return attention_cpu::attend(q.clone(), k.clone(), v.clone(), scale, &visible);
+            return cpu::attention::attend(q.clone(), k.clone(), v.clone(), scale, &visible);
         }
         if is_cpu_autodiff::<B>() {
-            let causal = attention_train::Causal {
+            let causal = train_ops::attention::Causal {
                 window: self.sliding_window,
                 cached,
                 starts: starts.to_vec(),
             };
-            return attention_train::attend(q.clone(), k.clone(), v.clone(), scale, causal);
+            return train_ops::attention::attend(q.clone(), k.clone(), v.clone(), scale, causal);
         }
         self.attend_blocks(q, k, v, starts, block)
     }
 
     /// [`Self::attend`] in burn ops, `block` queries at a time (what the GPU runs; the reference of
     /// the CPU kernels' tests).
-    pub(super) fn attend_blocks(
+    pub(in crate::model) fn attend_blocks(
         &self,
         q: &Tensor<B, 4>,
         k: &Tensor<B, 4>,
@@ -241,7 +241,7 @@ impl<B: Backend> Attention<B> {
     /// Additive causal (and sliding-window) mask `[R, 1, len, tk]` for new queries `from..from+len`
     /// against the keys they can see, `tk = cached + from + len`: the `cached` slots followed by the
     /// new ones up to the last query. One row per entry of `starts`; row r has `starts[r]` valid cached keys; slots beyond that
-    /// are right-padding (rows of different lengths stacked by [`super::cache::Cache::stack`]) and
+    /// are right-padding (rows of different lengths stacked by [`crate::model::generation::cache::Cache::stack`]) and
     /// stay hidden.
     fn mask(
         &self,
@@ -278,7 +278,13 @@ impl<B: Backend> Attention<B> {
 /// Whether new query `i` (0 = the first new token) of a row whose first `start` cached slots are
 /// real sees key slot `j` (the `cached` slots, then the new keys); `window` is the sliding window
 /// (0: none).
-pub(super) fn visible(window: usize, start: usize, cached: usize, i: usize, j: usize) -> bool {
+pub(in crate::model) fn visible(
+    window: usize,
+    start: usize,
+    cached: usize,
+    i: usize,
+    j: usize,
+) -> bool {
     let qpos = start + i;
     let kpos = if j < cached { j } else { start + j - cached };
     (j >= cached || j < start) && kpos <= qpos && (window == 0 || qpos - kpos < window)
@@ -287,7 +293,7 @@ pub(super) fn visible(window: usize, start: usize, cached: usize, i: usize, j: u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::weights::RandomInit;
+    use crate::model::io::weights::RandomInit;
     use burn::backend::NdArray;
     use burn::tensor::Distribution;
 

@@ -13,10 +13,10 @@
 //! `dv = pᵀ do`, `dp = do vᵀ`, `ds = p ⊙ (dp − rowsum(do ⊙ o))`, `dq = scale · ds k`,
 //! `dk = scale · dsᵀ q`.
 
-use super::attention::visible;
-use super::autodiff_cpu::{self as ad, Cpu};
-use super::cpu::softmax_row;
-use super::spin_team;
+use super::autodiff::{self as ad, Cpu};
+use crate::model::cpu::backend::softmax_row;
+use crate::model::cpu::spin_team;
+use crate::model::layers::attention::visible;
 use burn::backend::autodiff::checkpoint::{base::Checkpointer, strategy::NoCheckpointing};
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
@@ -416,8 +416,8 @@ fn product(dst: &mut [f32], dst_cols: usize, a: Mat, b: Mat, alpha: f32, accumul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::attention::{Attention, AttentionDims};
-    use crate::model::weights::RandomInit;
+    use crate::model::io::weights::RandomInit;
+    use crate::model::layers::attention::{Attention, AttentionDims};
     use burn::backend::Autodiff;
     use burn::tensor::Distribution;
 

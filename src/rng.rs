@@ -1,5 +1,7 @@
-//! A tiny seeded generator (SplitMix64) so every simulated choice is reproducible from a seed without
-//! pulling a crate whose stream might change between versions.
+//! A tiny seeded generator (SplitMix64) so every seeded choice is reproducible from a seed without
+//! pulling a crate whose stream might change between versions. It sits at the crate root, below every
+//! other module, because the simulator, HSA, token sampling, training batches and the replay set all
+//! draw from it.
 
 /// SplitMix64: fast, statistically fine for simulation, and its output is fixed forever by the algorithm.
 #[derive(Debug, Clone)]

@@ -2,9 +2,11 @@
 //! renormalisation, SwiGLU experts, optional sigmoid-gated shared expert), plus the
 //! Switch-Transformer load-balancing loss as transformers computes it.
 
-use super::cpu::{matmul_weight, owned, sigmoid, silu, softmax_last};
 use super::linear::Linear;
-use super::weights::{linear, transposed, visit_linear, HfLayout, HfVisitor, Init, WeightSource};
+use crate::model::cpu::backend::{matmul_weight, owned, sigmoid, silu, softmax_last};
+use crate::model::io::weights::{
+    linear, transposed, visit_linear, HfLayout, HfVisitor, Init, WeightSource,
+};
 use anyhow::Result;
 use burn::module::Param;
 use burn::prelude::*;

@@ -4,9 +4,9 @@
 //! `experts.down_proj` `[E, H, I]`) or per-expert (`experts.{e}.{gate,up,down}_proj.weight`)
 //! layouts. Writing produces a directory transformers loads (`from_pretrained`).
 
-use super::config::ModelConfig;
 use super::weights::{to_hf, HfLayout, HfVisitor, Init, WeightSource};
-use super::CausalLm;
+use crate::model::config::ModelConfig;
+use crate::model::CausalLm;
 use anyhow::{anyhow, bail, Context, Result};
 use burn::module::Param;
 use burn::prelude::*;

@@ -13,8 +13,8 @@
 //! All apply only to `NdArray<f32>` without autodiff (inference); every other backend (autodiff
 //! for training, CUDA) takes burn's own path. The tests check the two paths agree.
 
-use super::autodiff_cpu::is_cpu_autodiff;
 use super::spin_team;
+use crate::model::train_ops::autodiff::is_cpu_autodiff;
 use burn::prelude::*;
 use burn::tensor::{activation, TensorData, TensorPrimitive};
 use burn_ndarray::{NdArray, NdArrayTensor};
@@ -42,7 +42,7 @@ pub fn owned<B: Backend, const D: usize>(
 /// `x: [..., K]` times `w: [K, N]` → `[..., N]`.
 pub fn matmul_weight<B: Backend, const D: usize>(x: Tensor<B, D>, w: Tensor<B, 2>) -> Tensor<B, D> {
     if is_cpu_autodiff::<B>() {
-        return super::linear_train::matmul_weight(x, w);
+        return crate::model::train_ops::linear::matmul_weight(x, w);
     }
     if !is_cpu::<B>() {
         return x.matmul(w.unsqueeze());
@@ -131,7 +131,7 @@ pub(crate) fn standard_values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Ve
 }
 
 /// [`standard_values`] of an array.
-pub(super) fn array_values(array: ArcArray<f32, IxDyn>) -> Vec<f32> {
+pub(in crate::model) fn array_values(array: ArcArray<f32, IxDyn>) -> Vec<f32> {
     let len = array.len();
     if array.is_standard_layout() && array.is_unique() {
         let (mut buffer, offset) = array.into_owned().into_raw_vec_and_offset();
@@ -164,7 +164,7 @@ pub(crate) fn tensor<B: Backend, const D: usize>(
 /// when a gate is given (the DeltaNet gated norm), in one pass per row instead of burn's eight or
 /// more allocating ops; `weight_offset` is 1 for Qwen3.5's zero-centred weights, else 0. Only for
 /// the CPU backend ([`is_cpu`]); `norm.rs` holds the same math in burn ops for the others.
-pub(super) fn rms_norm<B: Backend, const D: usize>(
+pub(in crate::model) fn rms_norm<B: Backend, const D: usize>(
     x: Tensor<B, D>,
     weight: Tensor<B, 1>,
     weight_offset: f32,
@@ -214,7 +214,7 @@ pub fn softmax_last<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D>
 
 /// Softmax of one row, in place; returns the row's log-sum-exp. A row of `-inf` only (every key
 /// masked) becomes zeros, its log-sum-exp `-inf`.
-pub(super) fn softmax_row(row: &mut [f32]) -> f32 {
+pub(in crate::model) fn softmax_row(row: &mut [f32]) -> f32 {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     if max == f32::NEG_INFINITY {
         row.fill(0.0);
@@ -301,7 +301,7 @@ fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, Ix
 /// matrixmultiply stops at AVX2), has a matrix-vector path for the few rows of a decode step, and
 /// reads either operand through its strides (no transposed copy). Products above [`SPLIT_MIN_WORK`]
 /// are split over [`spin_team`].
-pub(super) fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &mut Array2<f32>) {
+pub(in crate::model) fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &mut Array2<f32>) {
     let ((m, k), n) = (x.dim(), w.ncols());
     assert_eq!(w.nrows(), k, "inner dimensions agree");
     assert_eq!(out.dim(), (m, n), "output shape");
@@ -406,7 +406,7 @@ pub(super) fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &mut Array2
 }
 
 /// Moves a value whose concrete type the caller has established through `TypeId`.
-pub(super) fn downcast<T: 'static>(value: impl Any) -> T {
+pub(in crate::model) fn downcast<T: 'static>(value: impl Any) -> T {
     *(Box::new(value) as Box<dyn Any>)
         .downcast::<T>()
         .expect("type checked by TypeId")

@@ -1,8 +1,8 @@
 //! RMSNorm variants: Qwen3 (`w * n(x)`), Qwen3.5 zero-centred (`(1 + w) * n(x)`, stored w ~ 0),
 //! and the DeltaNet gated norm (`w * n(x) * silu(z)`, plain w).
 
-use super::cpu::{is_cpu, rms_norm, silu};
-use super::weights::{param, HfLayout, HfVisitor, Init, WeightSource};
+use crate::model::cpu::backend::{is_cpu, rms_norm, silu};
+use crate::model::io::weights::{param, HfLayout, HfVisitor, Init, WeightSource};
 use anyhow::Result;
 use burn::module::Param;
 use burn::prelude::*;

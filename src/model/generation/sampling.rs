@@ -6,7 +6,7 @@
 //! of the token, which on-policy distillation and RL need, independent of how it was drawn
 //! (vLLM's `logprobs` with `logprobs-mode=raw_logprobs`).
 
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 use anyhow::{bail, Result};
 
 /// How to pick tokens for one request. `temperature == 0` is greedy decoding.

@@ -1,17 +1,18 @@
 //! Gated DeltaNet token mixer (Qwen3.5 `linear_attn`): projections, causal depthwise conv + SiLU
 //! over `[q | k | v]`, gates `beta = sigmoid(b)` and `g = -exp(A_log) * softplus(a + dt_bias)`,
 //! L2-normalised q/k, the gated delta rule (chunked with C = 64 for prefill/training, recurrent
-//! for single-token decode; a native loop on the inference CPU backend, see `delta_rule_cpu`), then
+//! for single-token decode; a native loop on the inference CPU backend, see `cpu/delta_rule.rs`), then
 //! a gated RMSNorm and `out_proj`.
 
-use super::autodiff_cpu::is_cpu_autodiff;
-use super::cache::DeltaNetState;
-use super::cpu::{cat, is_cpu, sigmoid, silu};
-use super::delta_rule_cpu::delta_rule;
-use super::delta_rule_train;
 use super::linear::Linear;
 use super::norm::GatedRmsNorm;
-use super::weights::{linear, param, visit_linear, HfLayout, HfVisitor, Init, WeightSource};
+use crate::model::cpu::backend::{cat, is_cpu, sigmoid, silu};
+use crate::model::generation::cache::DeltaNetState;
+use crate::model::io::weights::{
+    linear, param, visit_linear, HfLayout, HfVisitor, Init, WeightSource,
+};
+use crate::model::train_ops::autodiff::is_cpu_autodiff;
+use crate::model::{cpu, train_ops};
 use anyhow::Result;
 use burn::module::Param;
 use burn::prelude::*;
@@ -255,9 +256,9 @@ impl<B: Backend> GatedDeltaNet<B> {
 
         let initial = state.as_mut().and_then(|s| s.recurrent.take());
         let (o, last) = match initial {
-            s0 if is_cpu::<B>() => delta_rule(q, k, v, g, beta, s0),
+            s0 if is_cpu::<B>() => cpu::delta_rule::delta_rule(q, k, v, g, beta, s0),
             s0 if is_cpu_autodiff::<B>() && t > 0 => {
-                delta_rule_train::delta_rule(q, k, v, g, beta, s0)
+                train_ops::delta_rule::delta_rule(q, k, v, g, beta, s0)
             }
             Some(s0) if t == 1 => recurrent_rule(q, k, v, g, beta, s0),
             s0 => chunked_rule(q, k, v, g, beta, s0),

@@ -7,8 +7,8 @@
 //! operand into a fresh array first (burn-ndarray's reshape), and ran on matrixmultiply's AVX2
 //! kernels where gemm has AVX-512 ones.
 
-use super::autodiff_cpu::{self as ad, Cpu};
-use super::cpu::gemm_into;
+use super::autodiff::{self as ad, Cpu};
+use crate::model::cpu::backend::gemm_into;
 use burn::backend::autodiff::checkpoint::{base::Checkpointer, strategy::NoCheckpointing};
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};

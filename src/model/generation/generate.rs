@@ -5,8 +5,8 @@
 
 use super::sampling::{Sampler, SamplingParams};
 use super::speculative::{generate_speculative_until, SpecStats};
-use super::{ids_tensor, Cache, CausalLm};
 use crate::chat::{ChatTemplate, RenderInput};
+use crate::model::{ids_tensor, Cache, CausalLm};
 use anyhow::{anyhow, bail, Context, Result};
 use burn::prelude::*;
 use burn::tensor::TensorData;
@@ -114,7 +114,7 @@ impl<B: Backend> CausalLm<B> {
     /// (right-padded with token 0 to the longest: causal attention keeps the padding from real
     /// positions, and DeltaNet keeps it out of its states, see [`GatedDeltaNet::forward`]).
     ///
-    /// [`GatedDeltaNet::forward`]: super::gated_deltanet::GatedDeltaNet::forward
+    /// [`GatedDeltaNet::forward`]: crate::model::layers::gated_deltanet::GatedDeltaNet::forward
     pub fn extend_batch(&self, tails: &[&[u32]], caches: &mut [Cache<B>]) -> Result<Vec<Vec<f32>>> {
         if tails.len() != caches.len() {
             bail!(

@@ -1,8 +1,8 @@
 //! The linear layer: weight stored `[in, out]` (HF's `[out, in]` transposed once at load),
 //! optional bias. Used instead of burn's `nn::Linear` so that every projection goes through
-//! [`matmul_weight`], which avoids burn-ndarray's weight copies (see `cpu.rs`).
+//! [`matmul_weight`], which avoids burn-ndarray's weight copies (see `cpu/backend.rs`).
 
-use super::cpu::matmul_weight;
+use crate::model::cpu::backend::matmul_weight;
 use burn::module::Param;
 use burn::prelude::*;
 

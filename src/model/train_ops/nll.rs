@@ -4,8 +4,8 @@
 //! onehot(target_k))`. Through burn, log_softmax and gather made six passes over the `[K, V]`
 //! logits each way, each allocating `K × V` values (a `small` row has 32,000).
 
-use crate::model::autodiff_cpu::{self as ad, Cpu};
-use crate::model::spin_team;
+use crate::model::cpu::spin_team;
+use crate::model::train_ops::autodiff::{self as ad, Cpu};
 use burn::backend::autodiff::checkpoint::{base::Checkpointer, strategy::NoCheckpointing};
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};

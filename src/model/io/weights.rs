@@ -6,8 +6,8 @@
 //! module converts to its own layout. Export walks the modules with an [`HfVisitor`] that receives
 //! each parameter plus the [`HfLayout`] needed to turn it back into HF tensors.
 
-use super::cpu::owned;
-use super::linear::Linear;
+use crate::model::cpu::backend::owned;
+use crate::model::layers::linear::Linear;
 use anyhow::{bail, Result};
 use burn::module::Param;
 use burn::prelude::*;

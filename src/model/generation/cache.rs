@@ -5,7 +5,7 @@
 //! into one batch (keys right-padded to the longest row, recurrent states concatenated along the
 //! batch), running one forward, and [`Cache::unstack`]ing the result.
 
-use super::cpu::cat;
+use crate::model::cpu::backend::cat;
 use anyhow::{bail, Result};
 use burn::prelude::*;
 

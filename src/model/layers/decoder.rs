@@ -2,12 +2,12 @@
 //! attention or Gated DeltaNet and the FFN dense or sparse.
 
 use super::attention::Attention;
-use super::cache::LayerCache;
 use super::gated_deltanet::GatedDeltaNet;
 use super::moe::Ffn;
 use super::norm::RmsNorm;
 use super::rope::RopeTables;
-use super::weights::HfVisitor;
+use crate::model::generation::cache::LayerCache;
+use crate::model::io::weights::HfVisitor;
 use burn::prelude::*;
 
 #[derive(Module, Debug)]
@@ -29,7 +29,7 @@ pub struct DecoderLayer<B: Backend> {
 impl<B: Backend> DecoderLayer<B> {
     /// Returns the new hidden states and the router logits of a sparse FFN. `lens`: real tokens
     /// per row of a right-padded batch (see [`GatedDeltaNet::forward`]; causal attention needs
-    /// nothing, its cache drops the padding on [`super::cache::Cache::unstack`]).
+    /// nothing, its cache drops the padding on [`crate::model::generation::cache::Cache::unstack`]).
     pub fn forward(
         &self,
         x: Tensor<B, 3>,
