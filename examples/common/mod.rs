@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+use hat::agent::rollout::run_batch;
 use hat::agent::{Agent, SimEnv};
 use hat::harness::Harness;
 use hat::policy::oracle::Oracle;
@@ -45,6 +46,10 @@ pub fn teacher_episode(
         seed,
     };
     // The agent runtime renders the system prompt, runs the hooks and the tool sandbox, and records
-    // every message of the episode.
-    agent.run(&oracle, &task, &env)
+    // every message of the episode; the rollout then checks it against the ground truth
+    // (`meta.success`). One episode needs one thread.
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+    run_batch(&agent, &oracle, &[task], &env, &pool)
+        .pop()
+        .context("no episode")?
 }
