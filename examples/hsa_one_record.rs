@@ -49,10 +49,11 @@ fn main() -> Result<()> {
     for (canonical, surface) in harness.names.tools.iter().chain(&harness.names.skills) {
         println!("  {canonical:<26} -> {surface}");
     }
-    println!("tools shown to the model:");
-    for (before, after) in record.tools.iter().zip(&copy.tools) {
-        println!("  {:<26}    {}", before.function.name, after.function.name);
-    }
+    println!(
+        "tools shown to the model:\n  {:?}\n  {:?}",
+        tool_names(&record),
+        tool_names(&copy)
+    );
     println!("tool calls: {:?} -> {:?}", called(&record), called(&copy));
     println!("system prompt, changed lines (- original, + variant):");
     for line in line_diff(&system_prompt(&record), &system_prompt(&copy))
@@ -70,6 +71,13 @@ fn system_prompt(t: &Trajectory) -> String {
         .find(|m| m.role == Role::System)
         .map(|m| m.text_content())
         .unwrap_or_default()
+}
+
+fn tool_names(t: &Trajectory) -> Vec<&str> {
+    t.tools
+        .iter()
+        .map(|tool| tool.function.name.as_str())
+        .collect()
 }
 
 fn called(t: &Trajectory) -> Vec<&str> {
