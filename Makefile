@@ -1,6 +1,7 @@
 # HAT toolkit — the pipeline on the embedded default, the tests, the benchmarks.
 #   make run     set up and run the pipeline as far as it exists today (the main job)
-#   make test    the test suite (what CI runs)
+#   make test    the test suite and the examples (what CI runs)
+#   make examples  build and run every example and pipeline in examples/ (PROFILE=release for release bins)
 #   make bench   benchmarks that print figures (make bench-model: ratios to transformers)
 #   make serve   OpenAI-compatible server + agent mode (MODEL=ckpt dir, else tiny RANDOM weights: demo only)
 #   make replay  replay-bench against a running server (make serve in another shell)
@@ -26,7 +27,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: run build test bench bench-model clean-out distill compare serve replay replay-set loadtest openai-client-test
+.PHONY: run build test examples bench bench-model clean-out distill compare serve replay replay-set loadtest openai-client-test
 
 build:
 	$(CARGO) build --release --bins
@@ -111,8 +112,16 @@ compare: build
 		--tasks $(DISTILL)/tasks.dev.jsonl --n $(DISTILL_EVAL_TASKS) --seed $(SEED) \
 		--episodes $(COMPARE)/eval.jsonl --summary $(COMPARE)/eval.json | tee $(COMPARE)/table.md
 
+# `cargo test` has already built the debug binaries and examples, so the examples run on those
+# (PROFILE=debug) instead of paying for a second, release build in CI.
 test:
 	$(CARGO) test
+	$(MAKE) examples
+
+# Every example and pipeline of examples/ on the sample harness: exit 0 and non-empty output each.
+PROFILE ?= debug
+examples:
+	PROFILE=$(PROFILE) CARGO=$(CARGO) examples/run_all.sh
 
 bench:
 	$(CARGO) bench --benches

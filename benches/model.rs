@@ -11,7 +11,7 @@
 //! decode.
 
 use burn::backend::NdArray;
-use hat::model::checkpoint::{save, ExpertLayout, SaveOptions};
+use hat::model::io::checkpoint::{save, ExpertLayout, SaveOptions};
 use hat::model::presets::preset;
 use hat::model::CausalLm;
 use serde_json::{json, Value};

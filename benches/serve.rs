@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use burn::backend::NdArray;
-use hat::model::sampling::SamplingParams;
+use hat::model::generation::sampling::SamplingParams;
 use hat::serve::engine::{self, EngineConfig, Event, GenRequest};
 use hat::serve::metrics::Metrics;
 use hat::serve::model::BurnModel;

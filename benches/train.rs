@@ -31,7 +31,7 @@
 //! too, as a check that the two steps compute the same thing.
 
 use burn::backend::{Autodiff, NdArray};
-use hat::model::checkpoint::{save, ExpertLayout, SaveOptions};
+use hat::model::io::checkpoint::{save, ExpertLayout, SaveOptions};
 use hat::model::presets::preset;
 use hat::model::CausalLm;
 use hat::train::batch::{to_tensors, BatchTensors};

@@ -3,9 +3,9 @@
 
 use burn::backend::NdArray;
 use burn::tensor::activation::log_softmax;
-use hat::model::generate::{generate, FinishReason, TextGenerator};
+use hat::model::generation::generate::{generate, FinishReason, TextGenerator};
+use hat::model::generation::sampling::{log_softmax_at, Sampler, SamplingParams};
 use hat::model::presets::preset;
-use hat::model::sampling::{log_softmax_at, Sampler, SamplingParams};
 use hat::model::{ids_tensor, CausalLm};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -354,7 +354,7 @@ fn tiny_dir(seed: u64) -> tempfile::TempDir {
     save_hf(&tok, dir.path(), QWEN3_CHAT_TEMPLATE, 4096).unwrap();
     let cfg = preset("tiny", Some(tok.get_vocab_size(true))).unwrap();
     let m = CausalLm::<B>::init(&cfg, seed, &Default::default()).unwrap();
-    hat::model::checkpoint::save(&m, dir.path(), Default::default()).unwrap();
+    hat::model::io::checkpoint::save(&m, dir.path(), Default::default()).unwrap();
     dir
 }
 
@@ -443,7 +443,7 @@ fn local_policy_answers_a_conversation_with_tools() {
 /// fixture.
 #[test]
 fn mtp_speculative_decoding_matches_plain_decoding() {
-    use hat::model::speculative::generate_speculative;
+    use hat::model::generation::speculative::generate_speculative;
     let q35 = CausalLm::<B>::load(&fixture("qwen3_5_moe"), &Default::default()).unwrap();
     for (name, m) in [("tiny", tiny(8)), ("qwen3_5_moe fixture", q35)] {
         assert!(m.mtp.is_some(), "{name} has an MTP head");

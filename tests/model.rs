@@ -7,8 +7,8 @@ use burn::backend::{Autodiff, NdArray};
 use burn::module::Param;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use hat::model::checkpoint::{save, ExpertLayout, SaveOptions};
-use hat::model::weights::{to_hf, HfLayout, HfVisitor};
+use hat::model::io::checkpoint::{save, ExpertLayout, SaveOptions};
+use hat::model::io::weights::{to_hf, HfLayout, HfVisitor};
 use hat::model::{causal_lm_loss, ids_tensor, shifted_cross_entropy, CausalLm, ModelConfig};
 use safetensors::tensor::Dtype;
 use safetensors::SafeTensors;
@@ -442,7 +442,7 @@ fn preset_parameter_counts() {
     // The analytic count equals the instantiated model (incl. MTP) for the presets we train.
     let cfg = preset("tiny", None).unwrap();
     let m = CausalLm::<B>::init(&cfg, 0, &Default::default()).unwrap();
-    let n: u64 = hat::model::checkpoint::hf_tensors(&m)
+    let n: u64 = hat::model::io::checkpoint::hf_tensors(&m)
         .iter()
         .map(|(_, s, _)| s.iter().product::<usize>() as u64)
         .sum();
@@ -457,7 +457,7 @@ fn preset_parameter_counts() {
     // The fixtures' own shapes.
     for name in ["qwen3_moe", "qwen3_5_moe"] {
         let (m, _) = load(name);
-        let n: u64 = hat::model::checkpoint::hf_tensors(&m)
+        let n: u64 = hat::model::io::checkpoint::hf_tensors(&m)
             .iter()
             .map(|(_, s, _)| s.iter().product::<usize>() as u64)
             .sum();
@@ -469,16 +469,16 @@ fn preset_parameter_counts() {
 #[test]
 fn inspection_summarises_and_computes_logits() {
     let dir = fixture("qwen3_5_moe");
-    let info = hat::model::inspect::info(&dir).unwrap();
+    let info = hat::model::io::inspect::info(&dir).unwrap();
     assert_eq!(info["arch"], "qwen3_5_moe");
     assert_eq!(info["expert_layout"], "fused");
     assert_eq!(info["has_mtp"], true);
     assert_eq!(info["linear_attention_layers"], 3);
     let r = references(&dir);
     let ids = &id_rows(&r["ids_short"])[0];
-    let logits = hat::model::inspect::logits(&dir, ids).unwrap();
+    let logits = hat::model::io::inspect::logits(&dir, ids).unwrap();
     let flat: Vec<f32> = logits.concat();
     let v = r["logits_short"].shape[2];
     assert!(max_abs_diff(&flat, &r["logits_short"].values[..ids.len() * v]) < 1e-4);
-    assert!(hat::model::inspect::logits(&dir, &[100_000]).is_err());
+    assert!(hat::model::io::inspect::logits(&dir, &[100_000]).is_err());
 }

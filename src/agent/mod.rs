@@ -2,6 +2,7 @@
 //! hooks and limits enforced, and records each episode as a trajectory.
 
 pub mod checks;
+pub mod cli;
 pub mod hooks;
 pub mod rollout;
 pub mod runtime;

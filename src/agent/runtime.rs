@@ -18,10 +18,10 @@ use crate::policy::{Conversation, Policy};
 use crate::record::{
     Content, FunctionCall, HarnessRef, Message, Names, Role, Tool, ToolCall, Trajectory,
 };
+use crate::rng::Rng;
 use crate::sim::catalog::Catalog;
 use crate::sim::context::live_context;
 use crate::sim::faults::FaultPlan;
-use crate::sim::rng::Rng;
 use crate::sim::sandbox::Sandbox;
 use crate::sim::tasks::Room;
 

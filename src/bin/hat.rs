@@ -31,7 +31,7 @@ enum Group {
     Chat(hat::chat::cli::ChatCommand),
     /// Live-room simulator: catalog, viewer tasks, and policy rollouts with faults and hooks.
     #[command(subcommand)]
-    Sim(hat::sim::cli::SimCommand),
+    Sim(hat::agent::cli::SimCommand),
     /// Train the embedded default's byte-level BPE tokenizer; encode text.
     #[command(subcommand)]
     Tokenizer(hat::tokenizer_cli::TokenizerCommand),
@@ -47,7 +47,7 @@ fn main() -> ExitCode {
         Group::Harness(cmd) => hat::harness::cli::run(cmd, &mut out, &mut err),
         Group::Records(cmd) => hat::records_cli::run(cmd, &mut err),
         Group::Chat(cmd) => hat::chat::cli::run(cmd, &mut std::io::stdin().lock(), &mut out),
-        Group::Sim(cmd) => hat::sim::cli::run(cmd, &mut err),
+        Group::Sim(cmd) => hat::agent::cli::run(cmd, &mut err),
         Group::Tokenizer(cmd) => hat::tokenizer_cli::run(cmd, &mut out, &mut err),
         Group::Model(cmd) => hat::model::cli::run(cmd, &mut out, &mut err),
     };

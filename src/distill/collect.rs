@@ -23,7 +23,7 @@ use crate::judge::verifiable::{score, TokenCounter};
 use crate::policy::oracle::Oracle;
 use crate::policy::Policy;
 use crate::record::{Message, Role, Trajectory};
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 
 /// Filter settings.
 #[derive(Debug, Clone, Copy)]

@@ -15,7 +15,7 @@ use crate::harness::hooks::{
     BannedTermsParams, BuiltinCheck, BuiltinHook, EventHooks, FeedbackRole, Hook, HookEvent,
     HooksConfig, MatcherGroup, OnFail,
 };
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 
 /// The position id of a hook.
 pub fn hook_id(event: HookEvent, group: usize, index: usize) -> String {

@@ -11,7 +11,7 @@ use super::banks::{ABBREVIATIONS, SKILL_MARKERS, SKILL_WORDS, TOOL_NOUNS, VERB_C
 use super::config::Pool;
 use crate::harness::skills::is_valid_skill_name;
 use crate::harness::tools::is_valid_tool_name;
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Case {

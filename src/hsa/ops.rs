@@ -17,7 +17,7 @@ use super::paraphraser::Paraphraser;
 use super::{hooks, prompt, skill_content, skill_ids, tools};
 use crate::harness::{FileSet, Harness, HarnessFile};
 use crate::record::Names;
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 
 /// The five HSA dimensions (DESIGN §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]

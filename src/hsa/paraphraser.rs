@@ -25,7 +25,7 @@ use super::text::{paraphrase, protected_spans};
 use crate::policy::openai::{OpenAi, OpenAiConfig};
 use crate::policy::{Conversation, Policy};
 use crate::record::{Message, Role};
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 use crate::sim::success::numbers;
 
 /// Rewrite styles asked of the endpoint, split like the banks into train and eval halves.

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::config::Config;
 use super::ops::Ctx;
 use crate::harness::{Harness, LiveContext, Pipeline};
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 
 /// A context that fills every variable the sample templates read, to tell static blocks from
 /// context-filled ones by comparison with the default (empty-room) context.

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::config::Config;
 use super::ops::Ctx;
 use crate::harness::skills::Skill;
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 
 /// Words that make a bullet a prohibition or a hard requirement.
 const ESSENTIAL_WORDS: &[&str] = &[

@@ -11,7 +11,7 @@ use super::config::Config;
 use super::naming::skill_name;
 use super::ops::Ctx;
 use crate::harness::skills::{Skill, SKILL_FILE};
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 
 /// Draws of a fresh name before a skill is left with its old one (collisions are rare).
 const NAME_TRIES: usize = 16;

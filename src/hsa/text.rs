@@ -9,7 +9,7 @@ use regex::Regex;
 
 use super::banks::PHRASES;
 use super::config::Pool;
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 
 /// Characters of a tool or skill identifier (`^[a-zA-Z0-9_-]+$`).
 pub fn is_ident_char(c: char) -> bool {

@@ -15,7 +15,7 @@ use super::config::Config;
 use super::naming::tool_name;
 use super::ops::Ctx;
 use super::paraphraser::Paraphraser;
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 
 const NAME_TRIES: usize = 16;
 

@@ -16,7 +16,7 @@ use super::ops::{Ctx, OPS};
 use super::paraphraser::Paraphraser;
 use crate::harness::Harness;
 use crate::record::{self, Names};
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 
 /// The file (hidden, so not part of the harness or its hash) that describes a written variant.
 pub const MANIFEST_FILE: &str = ".hsa-manifest.json";

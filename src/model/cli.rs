@@ -1,11 +1,12 @@
 //! `hat model …`: inspect a checkpoint, print raw logits, generate text, and write a
 //! random-initialised checkpoint of a preset.
 
-use super::checkpoint::{self, SaveOptions};
-use super::generate::TextGenerator;
+use super::generation::generate::TextGenerator;
+use super::generation::sampling::SamplingParams;
+use super::io::checkpoint::{self, SaveOptions};
+use super::io::inspect;
 use super::presets::{preset, PRESETS};
-use super::sampling::SamplingParams;
-use super::{inspect, CausalLm};
+use super::CausalLm;
 use anyhow::{Context, Result};
 use burn::backend::NdArray;
 use clap::{Args, Subcommand};

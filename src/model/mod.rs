@@ -4,35 +4,28 @@
 //!
 //! Both architectures share one [`CausalLm`] type: the differences (mixer kind, norm
 //! convention, shared expert, MTP) live in the layers that `qwen3_moe` / `qwen3_5_moe` build.
+//!
+//! ```text
+//! mod.rs, config.rs, presets.rs   the model type, its config.json, named shapes
+//! qwen3_moe.rs, qwen3_5_moe.rs    how each architecture assembles its decoder layers
+//! layers/                         the math: attention, Gated DeltaNet, MoE, norms, RoPE, MTP, decoder layer
+//! cpu/                            native inference kernels for the CPU backend and their thread team
+//! train_ops/                      CPU autodiff operations with hand-written backward passes (training)
+//! generation/                     cache, batched prefill/decode, sampling, speculative decoding
+//! io/                             weight sources, Hugging Face checkpoint directories, inspection
+//! cli.rs                          `hat model …`
+//! ```
 
-pub mod attention;
-pub mod attention_cpu;
-pub mod attention_train;
-pub mod autodiff_cpu;
-pub mod cache;
-pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod cpu;
-pub mod decoder;
-pub mod delta_rule_cpu;
-pub mod delta_rule_train;
-pub mod gated_deltanet;
-pub mod generate;
-pub mod inspect;
-pub mod linear;
-pub mod linear_train;
-pub mod moe;
-pub mod mtp;
-pub mod norm;
+pub mod generation;
+pub mod io;
+pub mod layers;
 pub mod presets;
 pub mod qwen3_5_moe;
 pub mod qwen3_moe;
-pub mod rope;
-pub mod sampling;
-pub mod speculative;
-pub mod spin_team;
-pub mod weights;
+pub mod train_ops;
 
 use anyhow::{bail, Result};
 use burn::constant;
@@ -40,17 +33,17 @@ use burn::nn::Embedding;
 use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::TensorData;
-use cpu::matmul_weight;
-use linear::Linear;
+use cpu::backend::matmul_weight;
+use layers::linear::Linear;
 use std::path::Path;
 
-pub use cache::Cache;
 pub use config::{Arch, LayerType, ModelConfig};
-use decoder::DecoderLayer;
-use mtp::Mtp;
-use norm::RmsNorm;
-use rope::RopeTables;
-use weights::{param, visit_linear, HfLayout, HfVisitor, Init, RandomInit, WeightSource};
+pub use generation::cache::Cache;
+use io::weights::{self, param, visit_linear, HfLayout, HfVisitor, Init, RandomInit, WeightSource};
+use layers::decoder::DecoderLayer;
+use layers::mtp::Mtp;
+use layers::norm::RmsNorm;
+use layers::rope::RopeTables;
 
 impl std::fmt::Display for ModelConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -152,7 +145,7 @@ impl<B: Backend> CausalLm<B> {
 
     /// Loads a Hugging Face checkpoint directory.
     pub fn load(dir: &Path, device: &B::Device) -> Result<Self> {
-        checkpoint::load(dir, device)
+        io::checkpoint::load(dir, device)
     }
 
     pub fn new_cache(&self) -> Cache<B> {
@@ -246,7 +239,7 @@ impl<B: Backend> CausalLm<B> {
     /// ([`LmOutput::router_logits`]; unscaled, multiply by `config.router_aux_loss_coef`). `None`
     /// without sparse layers.
     pub fn aux_loss(&self, router_logits: &[Tensor<B, 2>]) -> Option<Tensor<B, 1>> {
-        moe::load_balancing_loss(
+        layers::moe::load_balancing_loss(
             router_logits,
             self.config.num_experts,
             self.config.num_experts_per_tok,

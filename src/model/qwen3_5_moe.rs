@@ -2,14 +2,14 @@
 //! `layer_types`, every FFN a MoE with a sigmoid-gated shared expert, `(1+w)` RMSNorms, and the
 //! optional MTP head.
 
-use super::attention::{Attention, AttentionDims};
 use super::config::{LayerType, ModelConfig};
-use super::decoder::{DecoderLayer, Mixer};
-use super::gated_deltanet::{DeltaNetDims, GatedDeltaNet};
-use super::moe::{Ffn, MoeDims, SparseMoe};
-use super::mtp::Mtp;
-use super::norm::RmsNorm;
-use super::weights::{linear, WeightSource};
+use super::io::weights::{linear, WeightSource};
+use super::layers::attention::{Attention, AttentionDims};
+use super::layers::decoder::{DecoderLayer, Mixer};
+use super::layers::gated_deltanet::{DeltaNetDims, GatedDeltaNet};
+use super::layers::moe::{Ffn, MoeDims, SparseMoe};
+use super::layers::mtp::Mtp;
+use super::layers::norm::RmsNorm;
 use anyhow::Result;
 use burn::prelude::*;
 

@@ -1,12 +1,12 @@
 //! Qwen3-MoE (`Qwen3MoeForCausalLM`) decoder layers: plain attention with q/k norm, routed
 //! experts (dense SwiGLU on `mlp_only_layers` / non-sparse steps), plain `w` RMSNorms.
 
-use super::attention::{Attention, AttentionDims};
 use super::config::ModelConfig;
-use super::decoder::{DecoderLayer, Mixer};
-use super::moe::{Ffn, MoeDims, SparseMoe, SwiGlu};
-use super::norm::RmsNorm;
-use super::weights::WeightSource;
+use super::io::weights::WeightSource;
+use super::layers::attention::{Attention, AttentionDims};
+use super::layers::decoder::{DecoderLayer, Mixer};
+use super::layers::moe::{Ffn, MoeDims, SparseMoe, SwiGlu};
+use super::layers::norm::RmsNorm;
 use anyhow::Result;
 use burn::prelude::*;
 

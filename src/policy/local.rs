@@ -6,10 +6,10 @@
 
 use super::{Conversation, Policy};
 use crate::chat::{parse_assistant_output, ToolCallFormat};
-use crate::model::generate::TextGenerator;
-use crate::model::sampling::SamplingParams;
+use crate::model::generation::generate::TextGenerator;
+use crate::model::generation::sampling::SamplingParams;
 use crate::record::{FunctionCall, Message, Role, ToolCall};
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 use anyhow::{anyhow, Context, Result};
 use burn::backend::NdArray;
 use burn::prelude::*;

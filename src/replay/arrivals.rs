@@ -4,7 +4,7 @@
 //! nominal length, no ramp-up). An infinite rate sends everything at once. Seeded, so a schedule is
 //! reproducible.
 
-use crate::sim::rng::Rng;
+use crate::rng::Rng;
 
 /// Send times in seconds from the start, one per request, non-decreasing.
 pub fn schedule(n: usize, rate: Option<f64>, burstiness: f64, seed: u64) -> Vec<f64> {

@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 
 use crate::harness::{Harness, LiveContext};
 use crate::record::{Intent, Trajectory};
+use crate::rng::Rng;
 use crate::sim::catalog::{Catalog, Split};
 use crate::sim::context::live_context;
-use crate::sim::rng::Rng;
 use crate::sim::tasks::{self, Mix, Room, TaskConfig};
 
 /// One replayable request.

@@ -28,7 +28,7 @@ use super::error::ApiError;
 use super::protocol::{ChatRequest, ToolChoice};
 use super::server::{unique_id, unix_time, App};
 use crate::agent::{Agent, SimEnv};
-use crate::model::sampling::SamplingParams;
+use crate::model::generation::sampling::SamplingParams;
 use crate::policy::{Conversation, Policy};
 use crate::record::{Message, Role, Trajectory};
 use crate::sim::catalog::Catalog;

@@ -18,7 +18,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::detok::Detokenizer;
 use super::guide::{Guide, TokenTable};
 use super::metrics::Metrics;
-use crate::model::sampling::{Sampled, Sampler, SamplingParams};
+use crate::model::generation::sampling::{Sampled, Sampler, SamplingParams};
 
 /// What the engine needs from a model.
 pub trait StepModel: Send + 'static {

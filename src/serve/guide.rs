@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokenizers::Tokenizer;
 
 use crate::chat::ToolCallFormat;
-use crate::model::sampling::{log_softmax_at, Sampled, Sampler};
+use crate::model::generation::sampling::{log_softmax_at, Sampled, Sampler};
 use crate::record::Tool;
 
 /// The alphabet of a free value.

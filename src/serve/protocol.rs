@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
-use crate::model::sampling::SamplingParams;
+use crate::model::generation::sampling::SamplingParams;
 use crate::record::Tool;
 
 /// OpenAI allows at most four stop sequences.

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::rng::Rng;
+use crate::rng::Rng;
 
 /// The language of a live room: tool results and viewer messages use it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

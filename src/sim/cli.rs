@@ -1,35 +1,14 @@
-//! `hat sim …`: generate a catalog, generate tasks, and roll out a policy in the simulated live room.
+//! `hat sim catalog` and `hat sim tasks`: the simulator's own subcommands. The `hat sim` group itself, with
+//! `rollout` (which needs a policy and the agent runtime, layers above the simulator), is `agent::cli`.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
-use clap::{Args, Subcommand, ValueEnum};
+use anyhow::{Context, Result};
+use clap::Args;
 
 use super::catalog::{Catalog, Split};
-use super::faults::FaultPlan;
 use super::tasks::{self, Mix, TaskConfig};
-use crate::agent::rollout::{run_batch, Summary};
-use crate::agent::{Agent, SimEnv};
-use crate::chat::ToolCallFormat;
-use crate::harness::Harness;
-use crate::jsonl::{JsonlArgs, JsonlWriter};
-use crate::model::sampling::SamplingParams;
-use crate::policy::local::{LocalOptions, LocalPolicy};
-use crate::policy::openai::{ClientArgs, OpenAi};
-use crate::policy::oracle::Oracle;
-use crate::policy::Policy;
-use crate::record::{Names, Trajectory};
-
-#[derive(Debug, Subcommand)]
-pub enum SimCommand {
-    /// Generate a product catalog (JSON) from a seed.
-    Catalog(CatalogArgs),
-    /// Generate viewer tasks (JSONL trajectories with `task` and the viewer's messages).
-    Tasks(TasksArgs),
-    /// Run a policy on tasks under a harness; write trajectories, print a success summary on stderr.
-    Rollout(RolloutArgs),
-}
+use crate::jsonl::JsonlWriter;
 
 #[derive(Debug, Args)]
 pub struct CatalogSource {
@@ -102,96 +81,41 @@ pub struct TasksArgs {
     pub output: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PolicyKind {
-    Oracle,
-    Openai,
-    /// A local checkpoint directory (`--model-dir`), run on the CPU.
-    Local,
+/// `hat sim catalog`: a generated catalog as pretty JSON.
+pub fn catalog(a: &CatalogArgs) -> Result<i32> {
+    let cat = Catalog::generate(a.seed, a.products);
+    let mut text = serde_json::to_string_pretty(&cat)?;
+    text.push('\n');
+    write_text(&a.output, &text)?;
+    Ok(0)
 }
 
-#[derive(Debug, Args)]
-pub struct RolloutArgs {
-    /// Harness directory.
-    #[arg(long)]
-    pub harness: PathBuf,
-    /// Canonical → surface names of this harness (JSON `{"tools": {...}, "skills": {...}}`); identity without.
-    #[arg(long, value_name = "FILE")]
-    pub names: Option<PathBuf>,
-    /// Task JSONL (same as --input).
-    #[arg(long, value_name = "FILE")]
-    pub tasks: Option<String>,
-    #[command(flatten)]
-    pub io: JsonlArgs,
-    #[command(flatten)]
-    pub catalog: CatalogSource,
-    /// Injected faults: `timeout=0.1,malformed=0.05,permission_denied=0.02,empty=0.05`, optionally per tool
-    /// (`check_inventory:timeout=0.3`).
-    #[arg(long, default_value = "")]
-    pub faults: FaultPlan,
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    #[arg(long, value_enum, default_value_t = PolicyKind::Oracle)]
-    pub policy: PolicyKind,
-    /// Checkpoint directory of `--policy local` (weights, tokenizer.json, chat template).
-    #[arg(long, value_name = "DIR", required_if_eq("policy", "local"))]
-    pub model_dir: Option<PathBuf>,
-    /// Most tokens per reply of `--policy local`.
-    #[arg(long, default_value_t = 512)]
-    pub max_tokens: usize,
-    /// OpenAI-compatible base URL (with /v1).
-    #[arg(long, default_value = "http://localhost:8000/v1")]
-    pub url: String,
-    #[arg(long, default_value = "default")]
-    pub model: String,
-    #[command(flatten)]
-    pub client: ClientArgs,
-    /// Episodes run at once.
-    #[arg(long, default_value_t = 2)]
-    pub concurrency: usize,
-    /// Exit with status 1 when the success rate is below this (0–1).
-    #[arg(long)]
-    pub min_success: Option<f64>,
-}
-
-/// Run a `hat sim` command; the return value is the process exit status.
-pub fn run(cmd: &SimCommand, err: &mut dyn std::io::Write) -> Result<i32> {
-    match cmd {
-        SimCommand::Catalog(a) => {
-            let cat = Catalog::generate(a.seed, a.products);
-            let mut text = serde_json::to_string_pretty(&cat)?;
-            text.push('\n');
-            write_text(&a.output, &text)?;
-            Ok(0)
-        }
-        SimCommand::Tasks(a) => {
-            let catalog = a.catalog.load()?;
-            let mut cfg = TaskConfig::new(a.split, a.seed);
-            cfg.phrasings = a.phrasings.unwrap_or(a.split);
-            if let Some(m) = &a.mix {
-                cfg.mix = m.clone();
-            }
-            cfg.en_share = a.en_share;
-            cfg.noise = a.noise;
-            cfg.viewers_per_room = a.viewers_per_room as usize;
-            let out = tasks::generate(&catalog, &cfg, a.n)?;
-            let mut w = JsonlWriter::create(&a.output)?;
-            for t in &out {
-                w.write(t)?;
-            }
-            w.finish()?;
-            writeln!(
-                err,
-                "hat sim tasks: {} {} tasks, {} phrasings (seed {})",
-                out.len(),
-                tasks::split_name(a.split),
-                tasks::split_name(cfg.phrasings),
-                a.seed
-            )?;
-            Ok(0)
-        }
-        SimCommand::Rollout(a) => rollout(a, err),
+/// `hat sim tasks`: viewer tasks as JSONL, a one-line count on `err`.
+pub fn tasks(a: &TasksArgs, err: &mut dyn std::io::Write) -> Result<i32> {
+    let catalog = a.catalog.load()?;
+    let mut cfg = TaskConfig::new(a.split, a.seed);
+    cfg.phrasings = a.phrasings.unwrap_or(a.split);
+    if let Some(m) = &a.mix {
+        cfg.mix = m.clone();
     }
+    cfg.en_share = a.en_share;
+    cfg.noise = a.noise;
+    cfg.viewers_per_room = a.viewers_per_room as usize;
+    let out = tasks::generate(&catalog, &cfg, a.n)?;
+    let mut w = JsonlWriter::create(&a.output)?;
+    for t in &out {
+        w.write(t)?;
+    }
+    w.finish()?;
+    writeln!(
+        err,
+        "hat sim tasks: {} {} tasks, {} phrasings (seed {})",
+        out.len(),
+        tasks::split_name(a.split),
+        tasks::split_name(cfg.phrasings),
+        a.seed
+    )?;
+    Ok(0)
 }
 
 fn write_text(path: &str, text: &str) -> Result<()> {
@@ -202,100 +126,4 @@ fn write_text(path: &str, text: &str) -> Result<()> {
     } else {
         std::fs::write(path, text).with_context(|| format!("writing {path}"))
     }
-}
-
-fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
-    let harness = Harness::load(&a.harness)?;
-    let names: Names = match &a.names {
-        Some(p) => serde_json::from_str(
-            &std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
-        )
-        .with_context(|| format!("{} is not a names map", p.display()))?,
-        None => Names::default(),
-    };
-    let catalog = a.catalog.load()?;
-    let agent = Agent::new(&harness, names.clone())?;
-    let policy: Box<dyn Policy> = match a.policy {
-        PolicyKind::Oracle => Box::new(Oracle::new(&harness, names)),
-        PolicyKind::Openai => {
-            let cfg = a.client.config(&a.url, &a.model);
-            Box::new(OpenAi::new(cfg))
-        }
-        PolicyKind::Local => {
-            let dir = a
-                .model_dir
-                .as_deref()
-                .context("--policy local needs --model-dir DIR")?;
-            let options = LocalOptions {
-                tool_call_format: match harness.manifest().model.tool_call_format {
-                    crate::harness::ToolCallFormat::HermesJson => ToolCallFormat::Hermes,
-                    crate::harness::ToolCallFormat::Qwen3Xml => ToolCallFormat::Qwen3Xml,
-                },
-                sampling: SamplingParams {
-                    temperature: a.client.temperature as f32,
-                    seed: a.seed,
-                    max_tokens: a.max_tokens,
-                    ..SamplingParams::default()
-                },
-            };
-            Box::new(LocalPolicy::load(dir, options)?)
-        }
-    };
-    if a.concurrency == 0 {
-        bail!("--concurrency must be at least 1");
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(a.concurrency)
-        .build()
-        .context("building the thread pool")?;
-    let env = SimEnv {
-        catalog: &catalog,
-        faults: &a.faults,
-        seed: a.seed,
-    };
-    let mut io = a.io.clone();
-    if let Some(t) = &a.tasks {
-        io.input = t.clone();
-    }
-    let mut records = io.records::<Trajectory>()?;
-    let mut writer = io.writer()?;
-    let mut summary = Summary::default();
-    let started = Instant::now();
-    // Batches keep memory bounded on large inputs while the pool stays busy.
-    let batch = 256 * a.concurrency;
-    loop {
-        let chunk: Vec<Trajectory> = records.by_ref().take(batch).collect::<Result<_>>()?;
-        if chunk.is_empty() {
-            break;
-        }
-        for (task, result) in
-            chunk
-                .iter()
-                .zip(run_batch(&agent, policy.as_ref(), &chunk, &env, &pool))
-        {
-            match result {
-                Ok(t) => {
-                    summary.add(&t);
-                    writer.write(&t)?;
-                }
-                Err(e) => {
-                    summary.errors += 1;
-                    writeln!(err, "hat sim rollout: {}: {e:#}", task.id)?;
-                }
-            }
-        }
-    }
-    writer.finish()?;
-    let secs = started.elapsed().as_secs_f64();
-    write!(err, "{}", summary.report())?;
-    writeln!(
-        err,
-        "  {:.0} episodes/s ({:.2} s)",
-        summary.episodes as f64 / secs.max(1e-9),
-        secs
-    )?;
-    Ok(match a.min_success {
-        Some(min) if summary.success_rate() < min => 1,
-        _ => 0,
-    })
 }

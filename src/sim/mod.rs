@@ -7,7 +7,6 @@ pub mod context;
 pub mod faults;
 pub mod noise;
 pub mod phrasing;
-pub mod rng;
 pub mod sandbox;
 pub mod success;
 pub mod tasks;

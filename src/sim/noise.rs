@@ -3,7 +3,7 @@
 //! the task's ground truth stays right.
 
 use super::catalog::Lang;
-use super::rng::Rng;
+use crate::rng::Rng;
 
 /// Common substitutions: standard form → chat form.
 const ZH_SWAPS: &[(&str, &str)] = &[

@@ -6,7 +6,7 @@
 //! `{topic}`, `{q}` FAQ question, `{n}` quantity.
 
 use super::catalog::{Lang, Split};
-use super::rng::Rng;
+use crate::rng::Rng;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phrase {

@@ -7,8 +7,8 @@ use serde_json::{json, Map, Value};
 
 use super::catalog::{AfterSales, Catalog, Lang, Product};
 use super::faults::{FaultKind, FaultPlan};
-use super::rng::Rng;
 use super::tasks::{is_remote, status_text, Room};
+use crate::rng::Rng;
 
 /// What the caller sees from one tool call.
 #[derive(Debug, Clone, PartialEq)]

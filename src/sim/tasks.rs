@@ -15,8 +15,8 @@ use serde_json::{json, Map, Value};
 use super::catalog::{Catalog, Lang, Product, Split};
 use super::noise;
 use super::phrasing::{fill, pick, Phrase};
-use super::rng::Rng;
 use crate::record::{Expected, ExpectedCall, Intent, Message, Role, Task, Trajectory};
+use crate::rng::Rng;
 
 /// What the viewer asks about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -18,8 +18,8 @@ use burn::tensor::TensorData;
 use serde::{Deserialize, Serialize};
 
 use super::view::TrainingView;
-use crate::model::gated_deltanet::CHUNK;
-use crate::sim::rng::Rng;
+use crate::model::layers::gated_deltanet::CHUNK;
+use crate::rng::Rng;
 
 /// Micro-batches as lists of indices into `lengths`, cut from the rows sorted by length so that each
 /// batch pads to at most `batch_tokens` (rows × the longest). A row longer than `batch_tokens` is a batch

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! checkpoint-000120/
-//!   config.json model.safetensors        model::checkpoint::save (loads in transformers)
+//!   config.json model.safetensors        model::io::checkpoint::save (loads in transformers)
 //!   tokenizer.json tokenizer_config.json copied from the tokenizer directory
 //!   optimizer.safetensors                AdamW moments, `exp_avg.{i}` / `exp_avg_sq.{i}` by parameter index
 //!   trainer_state.json                   step, sampler cursor, seed, optimizer step, metrics file length
@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 
 use super::batch::Cursor;
 use super::optim::AdamW;
-use crate::model::checkpoint::{save as save_model, SaveOptions};
+use crate::model::io::checkpoint::{save as save_model, SaveOptions};
 use crate::model::CausalLm;
 
 pub const MANIFEST: &str = "manifest.json";

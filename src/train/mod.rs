@@ -6,7 +6,7 @@
 //! batch.rs       length bucketing, the epoch-shuffled sampler with its cursor, batch tensors
 //! optim.rs       AdamW, global-norm clipping, gradient accumulation, warmup + cosine schedule
 //! trainer.rs     the loop: masked CE (+ router aux, + MTP), dev loss, metrics, checkpoints, resume
-//! nll_train.rs   the CE as one autodiff op with its own backward pass on the CPU training backend
+//!                (on the CPU the CE is one autodiff op with its own backward pass: model::train_ops::nll)
 //! checkpoint.rs  HF directory + optimizer + trainer state, atomic, checksummed
 //! metrics.rs     metrics.jsonl and the loss plot (SVG)
 //! heap.rs        allocator settings that keep a training step's freed memory for the next step
@@ -17,7 +17,6 @@ pub mod checkpoint;
 pub mod data;
 pub mod heap;
 pub mod metrics;
-pub mod nll_train;
 pub mod optim;
 pub mod trainer;
 pub mod view;

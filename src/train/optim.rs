@@ -10,7 +10,7 @@
 //! Weight decay applies to matrices only (rank ≥ 2): norms, biases and the DeltaNet `A_log`/`dt_bias`
 //! vectors are not decayed, the usual transformers Trainer convention.
 
-use crate::model::cpu::{into_array, is_cpu, standard_values, tensor};
+use crate::model::cpu::backend::{into_array, is_cpu, standard_values, tensor};
 use anyhow::{bail, Result};
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::prelude::*;

@@ -29,8 +29,9 @@ use super::checkpoint::{self, TrainerState};
 use super::metrics;
 use super::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
 use super::view::{SegmentKind, TrainingView};
-use crate::model::autodiff_cpu::is_cpu_autodiff;
-use crate::model::{spin_team, CausalLm};
+use crate::model::cpu::spin_team;
+use crate::model::train_ops::autodiff::is_cpu_autodiff;
+use crate::model::CausalLm;
 
 /// Settings of one training run (TRL/transformers names where they exist).
 #[derive(Debug, Clone)]
@@ -134,7 +135,7 @@ fn weighted_nll<B: Backend>(logits: Tensor<B, 2>, batch: &BatchTensors<B>) -> Te
         let data = batch.trained_targets.to_data().convert::<i64>();
         let targets = data.iter::<i64>().map(|t| t as usize).collect();
         let weights = batch.trained_weights.to_data().iter::<f32>().collect();
-        return super::nll_train::weighted_nll(logits, targets, weights);
+        return crate::model::train_ops::nll::weighted_nll(logits, targets, weights);
     }
     let lp = log_softmax(logits, 1)
         .gather(1, batch.trained_targets.clone().reshape([k, 1]))

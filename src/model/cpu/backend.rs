@@ -1,0 +1,553 @@
+//! Work-arounds for slow paths of burn-ndarray 0.20 (the CPU backend). Two copies it made on every
+//! use of a weight made one decode step of the 100M `small` preset cost half a second:
+//!
+//! * a tensor built with `Tensor::from_data` keeps *borrowed* storage, and cloning it — which
+//!   `Param::val()` does on every forward — copies all its bytes. [`owned`] gives parameters
+//!   ordinary reference-counted storage once, at load.
+//! * its matmul reshapes both operands, and its reshape allocates a fresh array even for a
+//!   contiguous one. [`matmul_weight`] multiplies activations by a weight on borrowed views.
+//!
+//! And its concatenation goes element by element; [`cat`] copies contiguous runs. Its sigmoid is
+//! `exp(-log(1 + exp(-x)))`, five passes that each allocate; [`sigmoid`] and [`silu`] make one.
+//!
+//! All apply only to `NdArray<f32>` without autodiff (inference); every other backend (autodiff
+//! for training, CUDA) takes burn's own path. The tests check the two paths agree.
+
+use super::spin_team;
+use crate::model::train_ops::autodiff::is_cpu_autodiff;
+use burn::prelude::*;
+use burn::tensor::{activation, TensorData, TensorPrimitive};
+use burn_ndarray::{NdArray, NdArrayTensor};
+use ndarray::{ArcArray, Array2, ArrayView2, Axis, CowArray, IxDyn};
+use std::any::{Any, TypeId};
+use std::ops::Range;
+
+/// Whether `B` is the inference CPU backend these fast paths serve.
+pub(crate) fn is_cpu<B: Backend>() -> bool {
+    TypeId::of::<B>() == TypeId::of::<NdArray<f32>>()
+}
+
+/// A tensor of `values` whose storage is owned (cheap to clone) on the CPU backend.
+pub fn owned<B: Backend, const D: usize>(
+    values: Vec<f32>,
+    shape: [usize; D],
+    device: &B::Device,
+) -> Tensor<B, D> {
+    if !is_cpu::<B>() {
+        return Tensor::from_data(TensorData::new(values, shape), device);
+    }
+    tensor(values, shape)
+}
+
+/// `x: [..., K]` times `w: [K, N]` → `[..., N]`.
+pub fn matmul_weight<B: Backend, const D: usize>(x: Tensor<B, D>, w: Tensor<B, 2>) -> Tensor<B, D> {
+    if is_cpu_autodiff::<B>() {
+        return crate::model::train_ops::linear::matmul_weight(x, w);
+    }
+    if !is_cpu::<B>() {
+        return x.matmul(w.unsqueeze());
+    }
+    let x = downcast::<NdArrayTensor>(x.into_primitive().tensor());
+    let w = downcast::<NdArrayTensor>(w.into_primitive().tensor());
+    from_array(cpu_matmul(&x, &w))
+}
+
+/// `Tensor::cat(parts, dim)`. burn-ndarray's concatenation assigns element by element through
+/// dynamic-rank iterators, which made stacking the per-sequence caches into a decode batch (and
+/// appending to the KV cache) about a quarter of a batch-32 decode step of `small`; on the CPU
+/// backend this copies each part's contiguous runs with `extend_from_slice` instead.
+pub fn cat<B: Backend, const D: usize>(parts: Vec<Tensor<B, D>>, dim: usize) -> Tensor<B, D> {
+    let mut shape = parts.first().map_or([0; D], Tensor::dims);
+    shape[dim] = parts.iter().map(|p| p.dims()[dim]).sum();
+    if !is_cpu::<B>() || parts.len() < 2 || shape.contains(&0) {
+        return Tensor::cat(parts, dim);
+    }
+    let outer: usize = shape[..dim].iter().product();
+    let storages: Vec<_> = parts
+        .into_iter()
+        .map(|p| {
+            let NdArrayTensor::F32(storage) =
+                downcast::<NdArrayTensor>(p.into_primitive().tensor())
+            else {
+                unreachable!("NdArray<f32> float tensors hold f32")
+            };
+            storage
+        })
+        .collect();
+    // Borrowed when already in standard layout (the usual case), copied otherwise.
+    let views: Vec<_> = storages
+        .iter()
+        .map(|s| {
+            let v = s.view();
+            if v.is_standard_layout() {
+                CowArray::from(v)
+            } else {
+                CowArray::from(v.as_standard_layout().into_owned())
+            }
+        })
+        .collect();
+    let mut values = Vec::with_capacity(shape.iter().product());
+    for o in 0..outer {
+        for v in &views {
+            // Each part's run per outer index: its extent along `dim` times the trailing axes.
+            let run = v.len() / outer;
+            let slice = v.as_slice().expect("standard layout");
+            values.extend_from_slice(&slice[o * run..(o + 1) * run]);
+        }
+    }
+    tensor(values, shape)
+}
+
+/// `1 / (1 + e^-x)`, elementwise.
+pub fn sigmoid<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    if !is_cpu::<B>() {
+        return activation::sigmoid(x);
+    }
+    map_in_place(x, |v| 1.0 / (1.0 + (-v).exp()))
+}
+
+/// `x · sigmoid(x)`, elementwise (SwiGLU's and the gated norm's activation).
+pub fn silu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    if !is_cpu::<B>() {
+        return activation::silu(x);
+    }
+    map_in_place(x, |v| v / (1.0 + (-v).exp()))
+}
+
+/// `f` applied to every value of a CPU tensor in one pass, in place when the storage is not shared.
+fn map_in_place<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    f: impl Fn(f32) -> f32,
+) -> Tensor<B, D> {
+    from_array(into_array(x).mapv_into(f))
+}
+
+/// A CPU float tensor's values in standard (row-major) order: its own buffer when it is unshared and
+/// already in that order (the recurrent state, a decode step's q/k/v), else copied a contiguous
+/// last-axis run at a time (ndarray's element iterators over dynamic-rank arrays cost several
+/// times a copy: they were a quarter of a batch-32 decode step).
+pub(crate) fn standard_values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    array_values(into_array(t))
+}
+
+/// [`standard_values`] of an array.
+pub(in crate::model) fn array_values(array: ArcArray<f32, IxDyn>) -> Vec<f32> {
+    let len = array.len();
+    if array.is_standard_layout() && array.is_unique() {
+        let (mut buffer, offset) = array.into_owned().into_raw_vec_and_offset();
+        let offset = offset.unwrap_or(0);
+        if offset == 0 && buffer.len() == len {
+            return buffer;
+        }
+        buffer.truncate(offset + len);
+        return buffer.split_off(offset);
+    }
+    let mut out = Vec::with_capacity(len);
+    for lane in array.lanes(Axis(array.ndim() - 1)) {
+        match lane.as_slice() {
+            Some(run) => out.extend_from_slice(run),
+            None => out.extend(lane.iter()),
+        }
+    }
+    out
+}
+
+/// A CPU tensor of `shape` over `values` (row-major), without a copy.
+pub(crate) fn tensor<B: Backend, const D: usize>(
+    values: Vec<f32>,
+    shape: [usize; D],
+) -> Tensor<B, D> {
+    from_array(ArcArray::from_shape_vec(IxDyn(&shape), values).expect("values fill the shape"))
+}
+
+/// RMSNorm along the last axis, `x · rsqrt(mean(x²) + eps) · (weight_offset + w)`, times `silu(gate)`
+/// when a gate is given (the DeltaNet gated norm), in one pass per row instead of burn's eight or
+/// more allocating ops; `weight_offset` is 1 for Qwen3.5's zero-centred weights, else 0. Only for
+/// the CPU backend ([`is_cpu`]); `norm.rs` holds the same math in burn ops for the others.
+pub(in crate::model) fn rms_norm<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    weight: Tensor<B, 1>,
+    weight_offset: f32,
+    eps: f64,
+    gate: Option<Tensor<B, D>>,
+) -> Tensor<B, D> {
+    let shape = x.dims();
+    let mut values = standard_values(x);
+    let scale: Vec<f32> = standard_values(weight)
+        .into_iter()
+        .map(|w| weight_offset + w)
+        .collect();
+    let gate = gate.map(standard_values);
+    let n = scale.len();
+    if n == 0 {
+        return tensor(values, shape);
+    }
+    let eps = eps as f32;
+    for_each_row(&mut values, n, &|r, row| {
+        let mean_square = row.iter().map(|v| v * v).sum::<f32>() / n as f32;
+        let inv = (mean_square + eps).sqrt().recip();
+        for (v, s) in row.iter_mut().zip(&scale) {
+            *v = *v * inv * s;
+        }
+        if let Some(z) = &gate {
+            for (v, &z) in row.iter_mut().zip(&z[r * n..(r + 1) * n]) {
+                *v *= z / (1.0 + (-z).exp());
+            }
+        }
+    });
+    tensor(values, shape)
+}
+
+/// Softmax along the last axis. On the CPU backend one pass per row, in place when the storage is
+/// unshared; burn's takes five allocating passes, which were 14 % of a `tiny` prefill.
+pub fn softmax_last<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    if !is_cpu::<B>() {
+        return activation::softmax(x, D - 1);
+    }
+    let shape = x.dims();
+    let mut values = standard_values(x);
+    for_each_row(&mut values, shape[D - 1], &|_, row| {
+        softmax_row(row);
+    });
+    tensor(values, shape)
+}
+
+/// Softmax of one row, in place; returns the row's log-sum-exp. A row of `-inf` only (every key
+/// masked) becomes zeros, its log-sum-exp `-inf`.
+pub(in crate::model) fn softmax_row(row: &mut [f32]) -> f32 {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    if max == f32::NEG_INFINITY {
+        row.fill(0.0);
+        return max;
+    }
+    let mut sum = 0.0;
+    for v in row.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    row.iter_mut().for_each(|v| *v /= sum);
+    max + sum.ln()
+}
+
+/// Values below which a row-wise pass runs on the calling thread alone.
+const ROWS_SPLIT_MIN_VALUES: usize = 1 << 14;
+
+/// `f(r, row)` for every row of `n` values, the rows split in contiguous groups over [`spin_team`]
+/// when there are enough values to pay for it.
+fn for_each_row(values: &mut [f32], n: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+    if n == 0 {
+        return;
+    }
+    let rows = values.len() / n;
+    let group = if values.len() < ROWS_SPLIT_MIN_VALUES {
+        rows.max(1)
+    } else {
+        rows.div_ceil(spin_team::parts()).max(1)
+    };
+    let mut groups: Vec<&mut [f32]> = values.chunks_mut(group * n).collect();
+    spin_team::for_each(&mut groups, &|g, rows| {
+        for (i, row) in rows.chunks_exact_mut(n).enumerate() {
+            f(g * group + i, row)
+        }
+    });
+}
+
+/// The CPU backend's array behind a float tensor, owned (a borrowed one is copied); only called
+/// when `B` is `NdArray<f32>`.
+pub(crate) fn into_array<B: Backend, const D: usize>(t: Tensor<B, D>) -> ArcArray<f32, IxDyn> {
+    let NdArrayTensor::F32(storage) = downcast::<NdArrayTensor>(t.into_primitive().tensor()) else {
+        unreachable!("NdArray<f32> float tensors hold f32")
+    };
+    storage.into_owned()
+}
+
+/// Back from a CPU array to `Tensor<B, D>` (only called when `B` is `NdArray<f32>`).
+fn from_array<B: Backend, const D: usize>(array: ArcArray<f32, IxDyn>) -> Tensor<B, D> {
+    Tensor::from_primitive(TensorPrimitive::Float(downcast::<B::FloatTensorPrimitive>(
+        NdArrayTensor::F32(array.into()),
+    )))
+}
+
+/// A product of at most this many rows reads its weight more than it computes (a decode step, an
+/// MoE expert's share of one): gemm runs it on one thread, at the bandwidth of one core.
+const FEW_ROWS: usize = 8;
+/// Products of at least this many multiply-adds are split over the spinning helpers of
+/// [`spin_team`]; below it the product takes a few microseconds, about what starting them costs.
+const SPLIT_MIN_WORK: usize = 1 << 15;
+
+fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, IxDyn> {
+    let (NdArrayTensor::F32(x), NdArrayTensor::F32(w)) = (x, w) else {
+        unreachable!("NdArray<f32> float tensors hold f32")
+    };
+    let (xv, wv) = (x.view(), w.view());
+    let w2: ArrayView2<f32> = wv.into_dimensionality().expect("weight is 2-D");
+    let (k, n) = w2.dim();
+    let mut out_shape = xv.shape().to_vec();
+    *out_shape.last_mut().expect("activations have a last axis") = n;
+    let x_std = xv.as_standard_layout();
+    let m = x_std.len() / k;
+    let x2 = x_std
+        .view()
+        .into_shape_with_order((m, k))
+        .expect("standard layout reshapes");
+    let mut out = Array2::<f32>::zeros((m, n));
+    gemm_into(x2, w2, &mut out);
+    out.into_shape_with_order(IxDyn(&out_shape))
+        .expect("same element count")
+        .into_shared()
+}
+
+/// `out = x @ w` with the `gemm` crate: it picks AVX2 or AVX-512 kernels at run time (burn-ndarray's
+/// matrixmultiply stops at AVX2), has a matrix-vector path for the few rows of a decode step, and
+/// reads either operand through its strides (no transposed copy). Products above [`SPLIT_MIN_WORK`]
+/// are split over [`spin_team`].
+pub(in crate::model) fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &mut Array2<f32>) {
+    let ((m, k), n) = (x.dim(), w.ncols());
+    assert_eq!(w.nrows(), k, "inner dimensions agree");
+    assert_eq!(out.dim(), (m, n), "output shape");
+    let (xs, ws) = (x.strides(), w.strides());
+    let (x_ptr, w_ptr) = (x.as_ptr() as usize, w.as_ptr() as usize);
+    // `dst = x[:, inner] @ w[inner, cols]`, `dst` being an `m × cols.len()` block with row stride
+    // `dst_rs` (column stride 1).
+    let block =
+        |dst: *mut f32, dst_rs: isize, inner: Range<usize>, cols: Range<usize>, parallelism| {
+            if inner.is_empty() || cols.is_empty() {
+                return;
+            }
+            // SAFETY: `x` and `w` are views of the asserted shapes, offset to the block's first
+            // element and read with their own strides; the caller passes a `dst` block that nothing
+            // else reads or writes during the call.
+            unsafe {
+                gemm::gemm(
+                    m,
+                    cols.len(),
+                    inner.len(),
+                    dst,
+                    1,
+                    dst_rs,
+                    false,
+                    (x_ptr as *const f32).offset(inner.start as isize * xs[1]),
+                    xs[1],
+                    xs[0],
+                    (w_ptr as *const f32)
+                        .offset(inner.start as isize * ws[0] + cols.start as isize * ws[1]),
+                    ws[1],
+                    ws[0],
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    parallelism,
+                )
+            }
+        };
+    let out_rs = out.strides()[0];
+    let out_ptr = out.as_mut_ptr() as usize;
+    // Larger products go to the team too while it spans every core: a rayon worker sleeps between
+    // products, and waking it cost a prefill of `small` 15 % (measured on 2 cores). On more cores
+    // gemm's own rayon threading uses them all.
+    let split = m * k * n >= SPLIT_MIN_WORK && (m <= FEW_ROWS || spin_team::spans_all_cores());
+    if !split {
+        return block(
+            out_ptr as *mut f32,
+            out_rs,
+            0..k,
+            0..n,
+            gemm::Parallelism::Rayon(0),
+        );
+    }
+    let parts = spin_team::parts();
+    if m <= FEW_ROWS && ws[0] >= ws[1] {
+        // A few rows against a row-major weight: each part streams a contiguous band of the
+        // weight's rows (a column split would read short strided runs, which the hardware
+        // prefetcher follows poorly), and the partial products are summed.
+        let band = k.div_ceil(parts);
+        // Zeros: a band past the end of a tiny inner dimension is empty and writes nothing.
+        let mut partials = vec![0f32; (parts - 1) * m * n];
+        let partials_ptr = partials.as_mut_ptr() as usize;
+        spin_team::run(&|j| {
+            let dst = match j {
+                0 => out_ptr as *mut f32,
+                // SAFETY: part j ≥ 1 owns the j-th `m × n` slice of `partials`.
+                _ => unsafe { (partials_ptr as *mut f32).add((j - 1) * m * n) },
+            };
+            let from = (j * band).min(k);
+            let dst_rs = if j == 0 { out_rs } else { n as isize };
+            block(
+                dst,
+                dst_rs,
+                from..(from + band).min(k),
+                0..n,
+                gemm::Parallelism::None,
+            )
+        });
+        for partial in partials.chunks_exact(m * n) {
+            for (o, p) in out.iter_mut().zip(partial) {
+                *o += p;
+            }
+        }
+        return;
+    }
+    // Many rows (compute-bound), or a column-major weight: split the output columns.
+    let width = n.div_ceil(parts).next_multiple_of(16);
+    spin_team::run(&|j| {
+        let from = (j * width).min(n);
+        // SAFETY: part j writes only its own columns of `out`.
+        let dst = unsafe { (out_ptr as *mut f32).add(from) };
+        block(
+            dst,
+            out_rs,
+            0..k,
+            from..(from + width).min(n),
+            gemm::Parallelism::None,
+        )
+    });
+}
+
+/// Moves a value whose concrete type the caller has established through `TypeId`.
+pub(in crate::model) fn downcast<T: 'static>(value: impl Any) -> T {
+    *(Box::new(value) as Box<dyn Any>)
+        .downcast::<T>()
+        .expect("type checked by TypeId")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::Autodiff;
+    use burn::tensor::Distribution;
+
+    fn max_abs_diff(a: Tensor<NdArray<f32>, 3>, b: Tensor<NdArray<f32>, 3>) -> f32 {
+        (a - b).abs().max().into_scalar()
+    }
+
+    #[test]
+    fn fast_path_equals_burn_matmul() {
+        let device = Default::default();
+        // Products below and above SPLIT_MIN_WORK (split by columns; the last shape leaves a
+        // narrow or empty last part), row counts on both sides of FEW_ROWS.
+        for (k, n) in [(3, 1000), (30, 1000), (300, 1000), (2000, 20)] {
+            for rows in [1, 3, 8, 9, 32, 40] {
+                let normal = Distribution::Normal(0.0, 1.0);
+                let x = Tensor::<NdArray<f32>, 3>::random([1, rows, k], normal, &device);
+                let w = Tensor::<NdArray<f32>, 2>::random([k, n], normal, &device);
+                let reference = x.clone().matmul(w.clone().unsqueeze());
+                let got = matmul_weight(x.clone(), w.clone());
+                // f32 rounding grows with the inner dimension; a wrong column block is off by O(1).
+                let tolerance = 1e-6 * k as f32;
+                let diff = max_abs_diff(got, reference.clone());
+                assert!(diff < tolerance, "{k}x{n}, {rows} rows: {diff}");
+                // A transposed (strided) weight, read through its strides.
+                let wt = Tensor::<NdArray<f32>, 2>::from_data(w.transpose().into_data(), &device)
+                    .transpose();
+                assert!(max_abs_diff(matmul_weight(x, wt), reference) < tolerance);
+            }
+        }
+    }
+
+    #[test]
+    fn owned_tensors_are_not_borrowed_and_keep_their_values() {
+        let t = owned::<NdArray<f32>, 2>(
+            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            [2, 3],
+            &Default::default(),
+        );
+        let NdArrayTensor::F32(storage) = t.clone().into_primitive().tensor() else {
+            panic!("f32 tensor")
+        };
+        assert!(storage.is_owned());
+        assert_eq!(
+            t.into_data().to_vec::<f32>().unwrap(),
+            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        );
+    }
+
+    #[test]
+    fn autodiff_path_has_gradients() {
+        type A = Autodiff<NdArray<f32>>;
+        let device = Default::default();
+        let w = Tensor::<A, 2>::from_data(
+            TensorData::new(vec![1.0f32, 2.0, 3.0, 4.0], [2, 2]),
+            &device,
+        )
+        .require_grad();
+        let x = Tensor::<A, 2>::from_data(TensorData::new(vec![1.0f32, 1.0], [1, 2]), &device);
+        let grads = matmul_weight(x, w.clone()).sum().backward();
+        let g = w.grad(&grads).expect("weight gradient").into_data();
+        assert_eq!(g.to_vec::<f32>().unwrap(), vec![1.0, 1.0, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn fused_activations_equal_burns() {
+        let device = Default::default();
+        let mut x =
+            Tensor::<NdArray<f32>, 3>::random([2, 5, 33], Distribution::Normal(0.0, 4.0), &device);
+        // The tails, where a naive formula overflows: e^100 is inf in f32.
+        x = x.slice_assign(
+            [0..1, 0..1, 0..4],
+            Tensor::from_data(
+                TensorData::new(vec![-100.0f32, -30.0, 30.0, 100.0], [1, 1, 4]),
+                &device,
+            ),
+        );
+        // A strided input (a narrowed view) as well as a contiguous one.
+        for input in [x.clone(), x.clone().narrow(2, 3, 20)] {
+            let shared = input.clone(); // a second owner: the fused path must not write through it
+            assert!(
+                max_abs_diff(sigmoid(input.clone()), activation::sigmoid(input.clone())) < 1e-6
+            );
+            assert!(max_abs_diff(silu(input.clone()), activation::silu(input.clone())) < 1e-5);
+            assert_eq!(shared.into_data(), input.into_data());
+        }
+    }
+
+    #[test]
+    fn softmax_equals_burns() {
+        let device = Default::default();
+        // Large enough to be split into row groups, with masked (-inf) entries and a strided view.
+        let x = Tensor::<NdArray<f32>, 3>::random(
+            [4, 300, 40],
+            Distribution::Normal(0.0, 5.0),
+            &device,
+        )
+        .slice_assign(
+            [0..4, 0..300, 0..3],
+            Tensor::full([4, 300, 3], f32::NEG_INFINITY, &device),
+        );
+        for input in [x.clone(), x.clone().narrow(2, 1, 30), x.swap_dims(1, 2)] {
+            let expected = activation::softmax(input.clone(), 2);
+            assert!(max_abs_diff(softmax_last(input), expected) < 1e-6);
+        }
+    }
+
+    #[test]
+    fn cat_equals_burn_cat() {
+        let device = Default::default();
+        let normal = Distribution::Normal(0.0, 1.0);
+        let a = Tensor::<NdArray<f32>, 4>::random([3, 2, 5, 4], normal, &device);
+        let b = Tensor::<NdArray<f32>, 4>::random([3, 2, 7, 4], normal, &device);
+        // A strided part (a row and a time range of a bigger tensor), as the cache holds them.
+        let c = Tensor::<NdArray<f32>, 4>::random([6, 2, 9, 4], normal, &device)
+            .narrow(0, 2, 3)
+            .narrow(2, 1, 6);
+        for dim in [0, 2] {
+            let parts = if dim == 0 {
+                vec![
+                    a.clone(),
+                    a.clone().mul_scalar(2.0),
+                    c.clone().narrow(2, 0, 5),
+                ]
+            } else {
+                vec![a.clone(), b.clone(), c.clone()]
+            };
+            let expected = Tensor::cat(parts.clone(), dim);
+            let got = cat(parts, dim);
+            assert_eq!(got.dims(), expected.dims());
+            assert_eq!(
+                got.into_data().to_vec::<f32>().unwrap(),
+                expected.into_data().to_vec::<f32>().unwrap()
+            );
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Decoding state: a KV cache for attention layers and the conv + recurrent state for Gated
+//! DeltaNet layers. One [`LayerCache`] per decoder layer; `seq_len` counts tokens already seen.
+//!
+//! Sequences of different lengths decode (or prefill) together by [`Cache::stack`]ing their caches
+//! into one batch (keys right-padded to the longest row, recurrent states concatenated along the
+//! batch), running one forward, and [`Cache::unstack`]ing the result.
+
+use crate::model::cpu::backend::cat;
+use anyhow::{bail, Result};
+use burn::prelude::*;
+
+/// Keys/values after RoPE, `[B, kv_heads, T_past, head_dim]`.
+#[derive(Clone, Debug, Default)]
+pub struct KvCache<B: Backend> {
+    pub k: Option<Tensor<B, 4>>,
+    pub v: Option<Tensor<B, 4>>,
+}
+
+impl<B: Backend> KvCache<B> {
+    /// Appends new keys/values along time and returns the full sequences.
+    pub fn append(&mut self, k: Tensor<B, 4>, v: Tensor<B, 4>) -> (Tensor<B, 4>, Tensor<B, 4>) {
+        let k = match self.k.take() {
+            Some(old) => cat(vec![old, k], 2),
+            None => k,
+        };
+        let v = match self.v.take() {
+            Some(old) => cat(vec![old, v], 2),
+            None => v,
+        };
+        self.k = Some(k.clone());
+        self.v = Some(v.clone());
+        (k, v)
+    }
+}
+
+/// Gated DeltaNet state.
+#[derive(Clone, Debug, Default)]
+pub struct DeltaNetState<B: Backend> {
+    /// The last `K-1` pre-conv inputs, `[B, K-1, conv_dim]` (time-major).
+    pub conv: Option<Tensor<B, 3>>,
+    /// `S`, `[B, Hv, dk, dv]`, f32.
+    pub recurrent: Option<Tensor<B, 4>>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct LayerCache<B: Backend> {
+    pub kv: KvCache<B>,
+    pub deltanet: DeltaNetState<B>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Cache<B: Backend> {
+    pub layers: Vec<LayerCache<B>>,
+    /// Tokens seen (for a stacked batch: the longest row, i.e. the padded key length).
+    pub seq_len: usize,
+    /// For a stacked batch: each row's true length (its next position). `None` when every row
+    /// has `seq_len` tokens.
+    pub row_lens: Option<Vec<usize>>,
+}
+
+impl<B: Backend> Cache<B> {
+    pub fn new(num_layers: usize) -> Self {
+        Self {
+            layers: (0..num_layers).map(|_| LayerCache::default()).collect(),
+            seq_len: 0,
+            row_lens: None,
+        }
+    }
+
+    /// Position of each row's next token.
+    pub fn positions(&self) -> Vec<usize> {
+        self.row_lens.clone().unwrap_or_else(|| vec![self.seq_len])
+    }
+
+    /// One batch from single-sequence caches of possibly different lengths: keys/values are
+    /// right-padded with zeros to the longest (the attention mask hides the padding, see
+    /// `row_lens`), DeltaNet states are concatenated. Empty caches (fresh sequences) may take part:
+    /// their rows are all padding and zero states, which is what a fresh sequence starts from.
+    pub fn stack(caches: &[Cache<B>]) -> Result<Self> {
+        let Some(first) = caches.first() else {
+            bail!("no caches to stack")
+        };
+        if let Some(i) = caches.iter().position(|c| c.row_lens.is_some()) {
+            bail!("cache {i} is already a batch");
+        }
+        let lens: Vec<usize> = caches.iter().map(|c| c.seq_len).collect();
+        let longest = *lens.iter().max().unwrap_or(&0);
+        let pad = |t: &Tensor<B, 4>| -> Tensor<B, 4> {
+            let [b, h, len, d] = t.dims();
+            if len == longest {
+                return t.clone();
+            }
+            let zeros = Tensor::zeros([b, h, longest - len, d], &t.device());
+            cat(vec![t.clone(), zeros], 2)
+        };
+        let layers = (0..first.layers.len())
+            .map(|l| {
+                let rows: Vec<&LayerCache<B>> = caches.iter().map(|c| &c.layers[l]).collect();
+                LayerCache {
+                    kv: KvCache {
+                        k: cat_rows(&rows, |r| r.kv.k.as_ref().map(pad)),
+                        v: cat_rows(&rows, |r| r.kv.v.as_ref().map(pad)),
+                    },
+                    deltanet: DeltaNetState {
+                        conv: cat_rows(&rows, |r| r.deltanet.conv.clone()),
+                        recurrent: cat_rows(&rows, |r| r.deltanet.recurrent.clone()),
+                    },
+                }
+            })
+            .collect();
+        Ok(Self {
+            layers,
+            seq_len: longest,
+            row_lens: Some(lens),
+        })
+    }
+
+    /// A batch of `rows` copies of this single-sequence cache, to continue several sequences from one
+    /// shared prefix (in training, the gradients of every row flow back into the one prefix pass).
+    pub fn repeat_rows(&self, rows: usize) -> Self {
+        fn rep<B: Backend, const D: usize>(
+            t: &Option<Tensor<B, D>>,
+            rows: usize,
+        ) -> Option<Tensor<B, D>> {
+            t.as_ref().map(|t| t.clone().repeat_dim(0, rows))
+        }
+        Self {
+            layers: self
+                .layers
+                .iter()
+                .map(|l| LayerCache {
+                    kv: KvCache {
+                        k: rep(&l.kv.k, rows),
+                        v: rep(&l.kv.v, rows),
+                    },
+                    deltanet: DeltaNetState {
+                        conv: rep(&l.deltanet.conv, rows),
+                        recurrent: rep(&l.deltanet.recurrent, rows),
+                    },
+                })
+                .collect(),
+            seq_len: self.seq_len,
+            row_lens: None,
+        }
+    }
+
+    /// Splits a stacked batch that has since taken `added[r]` more tokens in row r (right-padded to
+    /// the longest, and its `row_lens` advanced by `added`) back into single-sequence caches,
+    /// dropping each row's padding: row r keeps its real cached keys and its first `added[r]` new
+    /// ones.
+    pub fn unstack(self, added: &[usize]) -> Vec<Cache<B>> {
+        let new = added.iter().copied().max().unwrap_or(0);
+        let lens: Vec<usize> = self
+            .positions()
+            .iter()
+            .zip(added)
+            .map(|(l, a)| l - a)
+            .collect();
+        let padded = self.seq_len - new;
+        let mut out: Vec<Cache<B>> = lens
+            .iter()
+            .zip(added)
+            .map(|(&len, &add)| Cache {
+                layers: Vec::with_capacity(self.layers.len()),
+                seq_len: len + add,
+                row_lens: None,
+            })
+            .collect();
+        let row = |t: &Tensor<B, 4>, r: usize| t.clone().narrow(0, r, 1);
+        for layer in self.layers {
+            for (r, ((c, &len), &add)) in out.iter_mut().zip(&lens).zip(added).enumerate() {
+                // Keep the row's `len` real cached keys and the `add` real ones after the padding.
+                let keep = |t: &Tensor<B, 4>| {
+                    let t = row(t, r);
+                    let fresh = t.clone().narrow(2, padded, add);
+                    if len == 0 {
+                        fresh
+                    } else {
+                        cat(vec![t.narrow(2, 0, len), fresh], 2)
+                    }
+                };
+                c.layers.push(LayerCache {
+                    kv: KvCache {
+                        k: layer.kv.k.as_ref().map(keep),
+                        v: layer.kv.v.as_ref().map(keep),
+                    },
+                    deltanet: DeltaNetState {
+                        conv: layer
+                            .deltanet
+                            .conv
+                            .as_ref()
+                            .map(|t| t.clone().narrow(0, r, 1)),
+                        recurrent: layer.deltanet.recurrent.as_ref().map(|t| row(t, r)),
+                    },
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Concatenates one optional per-row tensor along the batch; rows without one (fresh sequences)
+/// get zeros shaped like the others'. `None` when no row has one.
+fn cat_rows<B: Backend, const D: usize>(
+    rows: &[&LayerCache<B>],
+    get: impl Fn(&LayerCache<B>) -> Option<Tensor<B, D>>,
+) -> Option<Tensor<B, D>> {
+    let parts: Vec<Option<Tensor<B, D>>> = rows.iter().map(|r| get(r)).collect();
+    let like = parts.iter().flatten().next()?;
+    let (shape, device) = (like.shape(), like.device());
+    let parts = parts
+        .into_iter()
+        .map(|p| p.unwrap_or_else(|| Tensor::zeros(shape.clone(), &device)))
+        .collect();
+    Some(cat(parts, 0))
+}

@@ -1,0 +1,379 @@
+//! Causal self-attention with per-head q/k RMSNorm before RoPE and grouped KV heads.
+//! Qwen3-MoE: plain attention. Qwen3.5: `q_proj` emits `[q_h | gate_h]` per head and the output
+//! is multiplied by `sigmoid(gate)` before `o_proj`; RoPE may be partial.
+
+use super::linear::Linear;
+use super::norm::RmsNorm;
+use super::rope::RopeTables;
+use crate::model::cpu::backend::{is_cpu, sigmoid, softmax_last};
+use crate::model::generation::cache::KvCache;
+use crate::model::io::weights::{linear, visit_linear, HfVisitor, WeightSource};
+use crate::model::train_ops::autodiff::is_cpu_autodiff;
+use crate::model::{cpu, train_ops};
+use anyhow::Result;
+use burn::prelude::*;
+use burn::tensor::TensorData;
+
+/// Queries per attention block on long inputs.
+const QUERY_BLOCK: usize = 256;
+
+#[derive(Module, Debug)]
+pub struct Attention<B: Backend> {
+    pub q_proj: Linear<B>,
+    pub k_proj: Linear<B>,
+    pub v_proj: Linear<B>,
+    pub o_proj: Linear<B>,
+    pub q_norm: RmsNorm<B>,
+    pub k_norm: RmsNorm<B>,
+    pub num_heads: usize,
+    pub num_kv_heads: usize,
+    pub head_dim: usize,
+    /// Qwen3.5 output gate.
+    pub gated: bool,
+    /// Keys further back than this are masked (Qwen3-MoE `use_sliding_window`); 0 = unlimited.
+    pub sliding_window: usize,
+}
+
+pub struct AttentionDims {
+    pub hidden: usize,
+    pub num_heads: usize,
+    pub num_kv_heads: usize,
+    pub head_dim: usize,
+    pub bias: bool,
+    pub gated: bool,
+    pub zero_centered_norm: bool,
+    pub eps: f64,
+    pub sliding_window: usize,
+    pub init_std: f64,
+}
+
+impl<B: Backend> Attention<B> {
+    pub fn load(
+        src: &mut dyn WeightSource,
+        prefix: &str,
+        d: &AttentionDims,
+        device: &B::Device,
+    ) -> Result<Self> {
+        let q_out = d.num_heads * d.head_dim * if d.gated { 2 } else { 1 };
+        let kv_out = d.num_kv_heads * d.head_dim;
+        Ok(Self {
+            q_proj: linear(
+                src,
+                &format!("{prefix}.q_proj"),
+                d.hidden,
+                q_out,
+                d.bias,
+                d.init_std,
+                device,
+            )?,
+            k_proj: linear(
+                src,
+                &format!("{prefix}.k_proj"),
+                d.hidden,
+                kv_out,
+                d.bias,
+                d.init_std,
+                device,
+            )?,
+            v_proj: linear(
+                src,
+                &format!("{prefix}.v_proj"),
+                d.hidden,
+                kv_out,
+                d.bias,
+                d.init_std,
+                device,
+            )?,
+            o_proj: linear(
+                src,
+                &format!("{prefix}.o_proj"),
+                d.num_heads * d.head_dim,
+                d.hidden,
+                d.bias,
+                d.init_std,
+                device,
+            )?,
+            q_norm: RmsNorm::load(
+                src,
+                &format!("{prefix}.q_norm"),
+                d.head_dim,
+                d.eps,
+                d.zero_centered_norm,
+                device,
+            )?,
+            k_norm: RmsNorm::load(
+                src,
+                &format!("{prefix}.k_norm"),
+                d.head_dim,
+                d.eps,
+                d.zero_centered_norm,
+                device,
+            )?,
+            num_heads: d.num_heads,
+            num_kv_heads: d.num_kv_heads,
+            head_dim: d.head_dim,
+            gated: d.gated,
+            sliding_window: d.sliding_window,
+        })
+    }
+
+    /// `x: [B, T, H]` at positions `past..past+T` (the tables must cover them).
+    pub fn forward(
+        &self,
+        x: Tensor<B, 3>,
+        rope: &RopeTables<B>,
+        cache: Option<&mut KvCache<B>>,
+    ) -> Tensor<B, 3> {
+        let [b, t, _] = x.dims();
+        let (nh, nkv, hd) = (self.num_heads, self.num_kv_heads, self.head_dim);
+        let q_full = self.q_proj.forward(x.clone());
+        let (q, gate) = if self.gated {
+            // Per-head interleave: [q_h | gate_h] for each head h.
+            let p = q_full.reshape([b, t, nh, 2 * hd]);
+            (
+                p.clone().narrow(3, 0, hd),
+                Some(p.narrow(3, hd, hd).reshape([b, t, nh * hd])),
+            )
+        } else {
+            (q_full.reshape([b, t, nh, hd]), None)
+        };
+        let q = rope.apply(self.q_norm.forward(q)).swap_dims(1, 2); // [B, nh, T, hd]
+        let k = rope
+            .apply(
+                self.k_norm
+                    .forward(self.k_proj.forward(x.clone()).reshape([b, t, nkv, hd])),
+            )
+            .swap_dims(1, 2);
+        let v = self
+            .v_proj
+            .forward(x)
+            .reshape([b, t, nkv, hd])
+            .swap_dims(1, 2);
+        let (k, v) = match cache {
+            Some(c) => c.append(k, v),
+            None => (k, v),
+        };
+        // Query blocks: a block attends only to the keys up to its last query (causal), which skips
+        // about half of the score matrix on long sequences and keeps each block's scores small.
+        let o = self.attend(&q, &k, &v, &rope.starts, QUERY_BLOCK); // [B, nh, T, hd]
+        let o = o.swap_dims(1, 2).reshape([b, t, nh * hd]);
+        let o = match gate {
+            Some(g) => o * sigmoid(g),
+            None => o,
+        };
+        self.o_proj.forward(o)
+    }
+
+    /// The `T` new queries `q: [B, nh, T, hd]` against the keys/values `[B, nkv, cached + T, hd]`,
+    /// `block` queries at a time: each block sees the cached slots and the new keys up to its own
+    /// last query. Returns `[B, nh, T, hd]`.
+    fn attend(
+        &self,
+        q: &Tensor<B, 4>,
+        k: &Tensor<B, 4>,
+        v: &Tensor<B, 4>,
+        starts: &[usize],
+        block: usize,
+    ) -> Tensor<B, 4> {
+        let [_, _, t, hd] = q.dims();
+        let cached = k.dims()[2] - t;
+        let scale = (hd as f32).powf(-0.5);
+        if is_cpu::<B>() && t <= cpu::attention::FEW_QUERIES {
+            let start = |row: usize| starts[row.min(starts.len() - 1)];
+            let window = self.sliding_window;
+            let visible =
+                |row: usize, i: usize, j: usize| visible(window, start(row), cached, i, j);
+            return cpu::attention::attend(q.clone(), k.clone(), v.clone(), scale, &visible);
+        }
+        if is_cpu_autodiff::<B>() {
+            let causal = train_ops::attention::Causal {
+                window: self.sliding_window,
+                cached,
+                starts: starts.to_vec(),
+            };
+            return train_ops::attention::attend(q.clone(), k.clone(), v.clone(), scale, causal);
+        }
+        self.attend_blocks(q, k, v, starts, block)
+    }
+
+    /// [`Self::attend`] in burn ops, `block` queries at a time (what the GPU runs; the reference of
+    /// the CPU kernels' tests).
+    pub(in crate::model) fn attend_blocks(
+        &self,
+        q: &Tensor<B, 4>,
+        k: &Tensor<B, 4>,
+        v: &Tensor<B, 4>,
+        starts: &[usize],
+        block: usize,
+    ) -> Tensor<B, 4> {
+        let [b, nh, t, hd] = q.dims();
+        let nkv = self.num_kv_heads;
+        let rep = nh / nkv;
+        let cached = k.dims()[2] - t;
+        let mut blocks: Vec<Tensor<B, 4>> = (0..t)
+            .step_by(block)
+            .map(|from| {
+                let len = (t - from).min(block);
+                let tk = cached + from + len;
+                let (k, v) = (k.clone().narrow(2, 0, tk), v.clone().narrow(2, 0, tk));
+                // Query heads h = kv*rep + r share kv head `kv`: fold the rep axis into time instead
+                // of materialising repeated keys.
+                let qg = q
+                    .clone()
+                    .narrow(2, from, len)
+                    .reshape([b, nkv, rep * len, hd]);
+                let scores = qg
+                    .matmul(k.swap_dims(2, 3))
+                    .mul_scalar((hd as f64).powf(-0.5));
+                let scores = scores.reshape([b, nh, len, tk])
+                    + self.mask(from, len, cached, starts, &q.device());
+                let probs = softmax_last(scores).reshape([b, nkv, rep * len, tk]);
+                probs.matmul(v).reshape([b, nh, len, hd])
+            })
+            .collect();
+        if blocks.len() == 1 {
+            blocks.pop().expect("one block")
+        } else {
+            Tensor::cat(blocks, 2)
+        }
+    }
+
+    /// Additive causal (and sliding-window) mask `[R, 1, len, tk]` for new queries `from..from+len`
+    /// against the keys they can see, `tk = cached + from + len`: the `cached` slots followed by the
+    /// new ones up to the last query. One row per entry of `starts`; row r has `starts[r]` valid cached keys; slots beyond that
+    /// are right-padding (rows of different lengths stacked by [`crate::model::generation::cache::Cache::stack`]) and
+    /// stay hidden.
+    fn mask(
+        &self,
+        from: usize,
+        len: usize,
+        cached: usize,
+        starts: &[usize],
+        device: &B::Device,
+    ) -> Tensor<B, 4> {
+        let tk = cached + from + len;
+        let mut m = vec![0f32; starts.len() * len * tk];
+        for (r, &start) in starts.iter().enumerate() {
+            for i in 0..len {
+                for j in 0..tk {
+                    if !visible(self.sliding_window, start, cached, from + i, j) {
+                        m[(r * len + i) * tk + j] = f32::NEG_INFINITY;
+                    }
+                }
+            }
+        }
+        Tensor::from_data(TensorData::new(m, [starts.len(), 1, len, tk]), device)
+    }
+
+    pub fn visit<V: HfVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        visit_linear(v, &format!("{prefix}.q_proj"), &self.q_proj);
+        visit_linear(v, &format!("{prefix}.k_proj"), &self.k_proj);
+        visit_linear(v, &format!("{prefix}.v_proj"), &self.v_proj);
+        visit_linear(v, &format!("{prefix}.o_proj"), &self.o_proj);
+        self.q_norm.visit(&format!("{prefix}.q_norm"), v);
+        self.k_norm.visit(&format!("{prefix}.k_norm"), v);
+    }
+}
+
+/// Whether new query `i` (0 = the first new token) of a row whose first `start` cached slots are
+/// real sees key slot `j` (the `cached` slots, then the new keys); `window` is the sliding window
+/// (0: none).
+pub(in crate::model) fn visible(
+    window: usize,
+    start: usize,
+    cached: usize,
+    i: usize,
+    j: usize,
+) -> bool {
+    let qpos = start + i;
+    let kpos = if j < cached { j } else { start + j - cached };
+    (j >= cached || j < start) && kpos <= qpos && (window == 0 || qpos - kpos < window)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::io::weights::RandomInit;
+    use burn::backend::NdArray;
+    use burn::tensor::Distribution;
+
+    /// Query blocks see exactly the keys one whole-sequence block sees, with and without a cache
+    /// in front and with a sliding window.
+    #[test]
+    fn query_blocks_equal_one_block() {
+        let device = Default::default();
+        for (window, cached) in [(0usize, 0usize), (0, 37), (100, 0)] {
+            let dims = AttentionDims {
+                hidden: 32,
+                num_heads: 4,
+                num_kv_heads: 2,
+                head_dim: 8,
+                bias: false,
+                gated: true,
+                zero_centered_norm: true,
+                eps: 1e-6,
+                sliding_window: window,
+                init_std: 0.5,
+            };
+            let attn =
+                Attention::<NdArray<f32>>::load(&mut RandomInit::new(7), "a", &dims, &device)
+                    .unwrap();
+            let t = 300;
+            let normal = Distribution::Normal(0.0, 1.0);
+            let q = Tensor::<NdArray<f32>, 4>::random([2, 4, t, 8], normal, &device);
+            let k = Tensor::<NdArray<f32>, 4>::random([2, 2, cached + t, 8], normal, &device);
+            let v = Tensor::<NdArray<f32>, 4>::random([2, 2, cached + t, 8], normal, &device);
+            let starts = [cached, cached.saturating_sub(5)];
+            let whole = attn.attend(&q, &k, &v, &starts, t);
+            for block in [1, 64, 100] {
+                let blocked = attn.attend(&q, &k, &v, &starts, block);
+                let diff: f32 = (blocked - whole.clone()).abs().max().into_scalar();
+                assert!(
+                    diff < 1e-5,
+                    "window {window}, cached {cached}, block {block}: {diff}"
+                );
+            }
+        }
+    }
+
+    /// The CPU kernel for a few queries (decode steps) sees the same keys and gives the same
+    /// outputs as the matrix-product path in burn ops: ragged rows of a stacked batch, a sliding
+    /// window, one and several new queries.
+    #[test]
+    fn few_query_kernel_equals_matrix_products() {
+        let device = Default::default();
+        for (window, cached, t) in [(0usize, 40usize, 1usize), (0, 40, 3), (9, 40, 8), (0, 0, 2)] {
+            let dims = AttentionDims {
+                hidden: 32,
+                num_heads: 6,
+                num_kv_heads: 2,
+                head_dim: 12,
+                bias: false,
+                gated: false,
+                zero_centered_norm: false,
+                eps: 1e-6,
+                sliding_window: window,
+                init_std: 0.5,
+            };
+            let attn =
+                Attention::<NdArray<f32>>::load(&mut RandomInit::new(7), "a", &dims, &device)
+                    .unwrap();
+            let normal = Distribution::Normal(0.0, 2.0);
+            let q = Tensor::<NdArray<f32>, 4>::random([3, 6, t, 12], normal, &device);
+            let k = Tensor::<NdArray<f32>, 4>::random([3, 2, cached + t, 12], normal, &device);
+            let v = Tensor::<NdArray<f32>, 4>::random([3, 2, cached + t, 12], normal, &device);
+            // Row 1 has padding after its real cached keys; row 2 has no cached keys at all.
+            let starts = [cached, cached.saturating_sub(7), 0];
+            let got = attn.attend(&q, &k, &v, &starts, 256);
+            let expected = attn.attend_blocks(&q, &k, &v, &starts, 256);
+            let diff = (got.into_data().to_vec::<f32>().unwrap().iter())
+                .zip(expected.into_data().to_vec::<f32>().unwrap())
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            assert!(
+                diff < 1e-5,
+                "window {window}, cached {cached}, {t} queries: {diff}"
+            );
+        }
+    }
+}

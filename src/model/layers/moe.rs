@@ -1,0 +1,331 @@
+//! Feed-forward blocks: dense SwiGLU, and the sparse MoE block (softmax router, top-k, optional
+//! renormalisation, SwiGLU experts, optional sigmoid-gated shared expert), plus the
+//! Switch-Transformer load-balancing loss as transformers computes it.
+
+use super::linear::Linear;
+use crate::model::cpu::backend::{matmul_weight, owned, sigmoid, silu, softmax_last};
+use crate::model::io::weights::{
+    linear, transposed, visit_linear, HfLayout, HfVisitor, Init, WeightSource,
+};
+use anyhow::Result;
+use burn::module::Param;
+use burn::prelude::*;
+use burn::tensor::{IndexingUpdateOp, TensorData};
+
+#[derive(Module, Debug)]
+pub struct SwiGlu<B: Backend> {
+    pub gate_proj: Linear<B>,
+    pub up_proj: Linear<B>,
+    pub down_proj: Linear<B>,
+}
+
+impl<B: Backend> SwiGlu<B> {
+    pub fn load(
+        src: &mut dyn WeightSource,
+        prefix: &str,
+        hidden: usize,
+        inter: usize,
+        std: f64,
+        device: &B::Device,
+    ) -> Result<Self> {
+        Ok(Self {
+            gate_proj: linear(
+                src,
+                &format!("{prefix}.gate_proj"),
+                hidden,
+                inter,
+                false,
+                std,
+                device,
+            )?,
+            up_proj: linear(
+                src,
+                &format!("{prefix}.up_proj"),
+                hidden,
+                inter,
+                false,
+                std,
+                device,
+            )?,
+            down_proj: linear(
+                src,
+                &format!("{prefix}.down_proj"),
+                inter,
+                hidden,
+                false,
+                std,
+                device,
+            )?,
+        })
+    }
+
+    pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        self.down_proj
+            .forward(silu(self.gate_proj.forward(x.clone())) * self.up_proj.forward(x))
+    }
+
+    pub fn visit<V: HfVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        visit_linear(v, &format!("{prefix}.gate_proj"), &self.gate_proj);
+        visit_linear(v, &format!("{prefix}.up_proj"), &self.up_proj);
+        visit_linear(v, &format!("{prefix}.down_proj"), &self.down_proj);
+    }
+}
+
+/// One routed expert, stored per expert so that unused experts cost nothing in backward.
+#[derive(Module, Debug)]
+pub struct Expert<B: Backend> {
+    /// `[H, 2I]`: columns `..I` gate, `I..` up (HF `gate_up_proj[e]` transposed).
+    pub gate_up: Param<Tensor<B, 2>>,
+    /// `[I, H]`.
+    pub down: Param<Tensor<B, 2>>,
+}
+
+impl<B: Backend> Expert<B> {
+    fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        let i = self.down.dims()[0];
+        let h = matmul_weight(x, self.gate_up.val());
+        matmul_weight(
+            silu(h.clone().narrow(1, 0, i)) * h.narrow(1, i, i),
+            self.down.val(),
+        )
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct SparseMoe<B: Backend> {
+    /// Router `mlp.gate`, `[H, E]`, no bias.
+    pub gate: Linear<B>,
+    pub experts: Vec<Expert<B>>,
+    pub shared_expert: Option<SwiGlu<B>>,
+    pub shared_expert_gate: Option<Linear<B>>,
+    pub top_k: usize,
+    pub norm_topk_prob: bool,
+}
+
+pub struct MoeDims {
+    pub hidden: usize,
+    pub num_experts: usize,
+    pub top_k: usize,
+    pub inter: usize,
+    pub shared_inter: usize,
+    pub norm_topk_prob: bool,
+    pub init_std: f64,
+}
+
+impl<B: Backend> SparseMoe<B> {
+    /// Loads `{prefix}.gate`, fused `{prefix}.experts.gate_up_proj` `[E, 2I, H]` /
+    /// `{prefix}.experts.down_proj` `[E, H, I]` (the checkpoint source assembles them from
+    /// per-expert keys when needed), and the shared expert when `shared_inter > 0`.
+    pub fn load(
+        src: &mut dyn WeightSource,
+        prefix: &str,
+        d: &MoeDims,
+        device: &B::Device,
+    ) -> Result<Self> {
+        let (e, h, i) = (d.num_experts, d.hidden, d.inter);
+        // Fused HF tensors, split per expert and transposed on the host (see `transposed`).
+        let gate_up = src.get(
+            &format!("{prefix}.experts.gate_up_proj"),
+            &[e, 2 * i, h],
+            Init::Normal(d.init_std),
+        )?;
+        let down = src.get(
+            &format!("{prefix}.experts.down_proj"),
+            &[e, h, i],
+            Init::Normal(d.init_std),
+        )?;
+        let experts = gate_up
+            .chunks_exact(2 * i * h)
+            .zip(down.chunks_exact(h * i))
+            .map(|(gu, dn)| Expert {
+                gate_up: Param::from_tensor(owned(transposed(gu, 2 * i, h), [h, 2 * i], device)),
+                down: Param::from_tensor(owned(transposed(dn, h, i), [i, h], device)),
+            })
+            .collect();
+        let (shared_expert, shared_expert_gate) = if d.shared_inter > 0 {
+            (
+                Some(SwiGlu::load(
+                    src,
+                    &format!("{prefix}.shared_expert"),
+                    h,
+                    d.shared_inter,
+                    d.init_std,
+                    device,
+                )?),
+                Some(linear(
+                    src,
+                    &format!("{prefix}.shared_expert_gate"),
+                    h,
+                    1,
+                    false,
+                    d.init_std,
+                    device,
+                )?),
+            )
+        } else {
+            (None, None)
+        };
+        Ok(Self {
+            gate: linear(
+                src,
+                &format!("{prefix}.gate"),
+                h,
+                e,
+                false,
+                d.init_std,
+                device,
+            )?,
+            experts,
+            shared_expert,
+            shared_expert_gate,
+            top_k: d.top_k,
+            norm_topk_prob: d.norm_topk_prob,
+        })
+    }
+
+    /// `x: [N, H]` → (`[N, H]`, raw router logits `[N, E]`).
+    pub fn forward(&self, x: Tensor<B, 2>) -> (Tensor<B, 2>, Tensor<B, 2>) {
+        let [n, h] = x.dims();
+        let e = self.experts.len();
+        let k = self.top_k;
+        let device = x.device();
+        let logits = self.gate.forward(x.clone());
+        let probs = softmax_last(logits.clone());
+        // Expert choice is discrete: decide it on the host, then gather the (differentiable)
+        // probabilities of the chosen experts.
+        let selected = top_k_rows(&probs_to_vec(&probs), e, k);
+        let flat: Vec<i64> = selected
+            .iter()
+            .enumerate()
+            .map(|(j, &ex)| ((j / k) * e + ex) as i64)
+            .collect();
+        let mut w = probs
+            .reshape([n * e])
+            .select(
+                0,
+                Tensor::from_data(TensorData::new(flat, [n * k]), &device),
+            )
+            .reshape([n, k]);
+        if self.norm_topk_prob {
+            w = w.clone() / w.sum_dim(1);
+        }
+        let w = w.reshape([n * k]);
+
+        let mut rows: Vec<Vec<i64>> = vec![Vec::new(); e];
+        let mut slots: Vec<Vec<i64>> = vec![Vec::new(); e];
+        for (j, &ex) in selected.iter().enumerate() {
+            rows[ex].push((j / k) as i64);
+            slots[ex].push(j as i64);
+        }
+        let mut out = Tensor::<B, 2>::zeros([n, h], &device);
+        for (ex, expert) in self.experts.iter().enumerate() {
+            if rows[ex].is_empty() {
+                continue;
+            }
+            let m = rows[ex].len();
+            let r = Tensor::<B, 1, Int>::from_data(TensorData::new(rows[ex].clone(), [m]), &device);
+            let s =
+                Tensor::<B, 1, Int>::from_data(TensorData::new(slots[ex].clone(), [m]), &device);
+            let y = expert.forward(x.clone().select(0, r.clone()))
+                * w.clone().select(0, s).unsqueeze_dim(1);
+            out = out.select_assign(0, r, y, IndexingUpdateOp::Add);
+        }
+        if let (Some(se), Some(sg)) = (&self.shared_expert, &self.shared_expert_gate) {
+            out = out + sigmoid(sg.forward(x.clone())) * se.forward(x);
+        }
+        (out, logits)
+    }
+
+    pub fn visit<V: HfVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        visit_linear(v, &format!("{prefix}.gate"), &self.gate);
+        for (i, ex) in self.experts.iter().enumerate() {
+            let p = format!("{prefix}.experts.{i}");
+            v.visit(&p, &ex.gate_up, HfLayout::ExpertGateUp);
+            v.visit(&p, &ex.down, HfLayout::ExpertDown);
+        }
+        if let (Some(se), Some(sg)) = (&self.shared_expert, &self.shared_expert_gate) {
+            se.visit(&format!("{prefix}.shared_expert"), v);
+            visit_linear(v, &format!("{prefix}.shared_expert_gate"), sg);
+        }
+    }
+}
+
+/// The feed-forward half of a decoder layer.
+#[derive(Module, Debug)]
+pub enum Ffn<B: Backend> {
+    Dense(SwiGlu<B>),
+    Sparse(SparseMoe<B>),
+}
+
+impl<B: Backend> Ffn<B> {
+    /// `x: [B, T, H]`; returns the output and, for sparse blocks, the router logits `[B*T, E]`.
+    pub fn forward(&self, x: Tensor<B, 3>) -> (Tensor<B, 3>, Option<Tensor<B, 2>>) {
+        match self {
+            Ffn::Dense(m) => (m.forward(x), None),
+            Ffn::Sparse(m) => {
+                let [b, t, h] = x.dims();
+                let (y, logits) = m.forward(x.reshape([b * t, h]));
+                (y.reshape([b, t, h]), Some(logits))
+            }
+        }
+    }
+
+    pub fn visit<V: HfVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        match self {
+            Ffn::Dense(m) => m.visit(prefix, v),
+            Ffn::Sparse(m) => m.visit(prefix, v),
+        }
+    }
+}
+
+fn probs_to_vec<B: Backend>(p: &Tensor<B, 2>) -> Vec<f32> {
+    p.clone()
+        .into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .expect("router probabilities are f32")
+}
+
+/// Indices of the `k` largest values of each row (descending; ties go to the lower index).
+pub fn top_k_rows(values: &[f32], cols: usize, k: usize) -> Vec<usize> {
+    let mut out = Vec::with_capacity(values.len() / cols.max(1) * k);
+    let mut idx: Vec<usize> = Vec::with_capacity(cols);
+    for row in values.chunks(cols) {
+        idx.clear();
+        idx.extend(0..cols);
+        idx.sort_by(|&a, &b| row[b].total_cmp(&row[a]).then(a.cmp(&b)));
+        out.extend_from_slice(&idx[..k]);
+    }
+    out
+}
+
+/// transformers' `load_balancing_loss_func`: `E * sum_e f_e * P_e` over all layers' rows, where
+/// `f_e` is the fraction of top-k assignments to expert e and `P_e` its mean router probability.
+/// Gradients flow through `P` only (the counts are discrete). Returns a `[1]` tensor.
+pub fn load_balancing_loss<B: Backend>(
+    router_logits: &[Tensor<B, 2>],
+    num_experts: usize,
+    top_k: usize,
+) -> Option<Tensor<B, 1>> {
+    let first = router_logits.first()?;
+    let device = first.device();
+    let mut counts = vec![0f32; num_experts];
+    let mut prob_sum = Tensor::<B, 1>::zeros([num_experts], &device);
+    let mut rows = 0usize;
+    for logits in router_logits {
+        let probs = softmax_last(logits.clone());
+        for ex in top_k_rows(&probs_to_vec(&probs), num_experts, top_k) {
+            counts[ex] += 1.0;
+        }
+        rows += logits.dims()[0];
+        prob_sum = prob_sum + probs.sum_dim(0).reshape([num_experts]);
+    }
+    let r = rows as f32;
+    let f: Vec<f32> = counts.iter().map(|c| c / r).collect();
+    let f = Tensor::<B, 1>::from_data(TensorData::new(f, [num_experts]), &device);
+    Some(
+        (f * prob_sum.div_scalar(r))
+            .sum()
+            .mul_scalar(num_experts as f64),
+    )
+}
