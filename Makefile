@@ -27,7 +27,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: run build test examples bench bench-model clean-out distill compare serve replay replay-set loadtest openai-client-test
+.PHONY: run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare serve replay replay-set loadtest openai-client-test
 
 build:
 	$(CARGO) build --release --bins
@@ -50,67 +50,108 @@ run: build
 	@echo "pipeline outputs in $(OUT)/: system_prompt.txt heldout-variants/ teacher*.jsonl teacher.report.md tokenizer/"
 	$(MAKE) distill
 
-# HSA-SFT of the embedded default (tiny preset, CPU): collect filtered oracle trajectories under the original
-# harness and train-pool variants, train the tokenizer on them, train for at most DISTILL_MINUTES, then play
-# held-out dev tasks with the model (LocalPolicy) under the original harness and score them with the judge.
+# HSA-SFT of the embedded default (tiny preset, CPU), as stages over files in $(DISTILL)/:
+#  data   a 600-product catalog; training tasks as full episodes (16 viewers per room) and as opening turns
+#         (64 viewers per room: which skill, which tool, at a sixth of a record's tokens once the room's
+#         system prompt is paid for), played by the oracle under the original harness and DISTILL_VARIANTS
+#         train-pool HSA variants and filtered by the judge. Held-out sets, DISTILL_EVAL_TASKS each:
+#           primary    products, rooms, orders and FAQ entries never trained on, worded with the training
+#                      templates (`--phrasings train`), under the original harness
+#           heldout    the same tasks under 8 eval-pool variants: names and wording training never saw
+#           phrasings  held-out wording too (the second column; scripts/surface_ceiling.py says how far
+#                      keyword statistics get there)
+#  base   language modelling of the original-harness dialogues without the system prompt, every token:
+#         the viewers' words get meaning before SFT asks the model to act on them (DISTILL_BASE_STEPS=0: skip)
+#  sft    HSA-SFT from the base on full episodes + opening turns, a fixed step budget (same result on any
+#         machine), teacher-forced dev metrics on the primary set every 100 steps (metrics.jsonl, loss.svg)
+#  eval   the probe (teacher-forced opening call by intent, with intervals) on the three sets, then the model
+#         plays the primary tasks in the simulator and the judge scores them (eval.md)
 DISTILL := $(OUT)/distill
+DISTILL_PRODUCTS ?= 600
 DISTILL_TASKS ?= 4800
-DISTILL_VARIANTS ?= 4
-DISTILL_MINUTES ?= 15
-DISTILL_STEPS ?= 1000
-DISTILL_EVAL_TASKS ?= 40
-# Viewers asking in one live-room state: their records share the system prompt and tools, which training
-# computes once per micro-batch.
-DISTILL_VIEWERS_PER_ROOM ?= 16
-TD := $(BIN)/teacher-distill
-# One training recipe for the embedded default and both arms of `make compare`.
-TRAIN_ARGS = --dev-records $(DISTILL)/teacher.dev.jsonl --model-init tiny --tokenizer $(DISTILL)/tokenizer \
-	--max-steps $(DISTILL_STEPS) --learning-rate $(DISTILL_LR) --batch-tokens $(DISTILL_BATCH_TOKENS) \
-	--gradient-accumulation-steps $(DISTILL_ACCUM) --eval-steps 100 --save-steps 100 --seed $(SEED)
+DISTILL_FIRST_TASKS ?= 19200
+DISTILL_VARIANTS ?= 64
+DISTILL_EVAL_TASKS ?= 200
+DISTILL_ROLLOUTS ?= 200
+DISTILL_BASE_STEPS ?= 200
+DISTILL_STEPS ?= 400
 DISTILL_LR ?= 3e-3
-# A micro-batch holds ~3 records of one room (their ~2.4k-token system prompt and tools once, then ~0.4k tokens
-# each); two micro-batches per step train on both cores at once. Larger micro-batches see more records but take
-# fewer steps in the budget and measured worse (15 min: 8,192 → 92 steps, dev loss 1.29; 4,096 → 230 steps, 0.89).
-# Since CPU training has its own autodiff ops (~1 step/s on 2 cores), 15 minutes reach ~950 of the 1,000 steps:
-# about one pass over the 4,800 tasks' records (dev loss 0.59).
-DISTILL_BATCH_TOKENS ?= 4096
+# A micro-batch of 8,192 tokens holds one room under one harness: its ~2.5k-token system prompt and tools
+# once, then the viewers' episodes (~340 tokens each) or opening turns (~100 each).
+DISTILL_BATCH_TOKENS ?= 8192
 DISTILL_ACCUM ?= 2
-distill: build
+TD := $(BIN)/teacher-distill
+CATALOG := --products $(DISTILL_PRODUCTS)
+# One recipe for the embedded default and both arms of `make compare` (RECORDS and INIT vary).
+SFT_ARGS = --dev-records $(DISTILL)/teacher.primary.jsonl --tokenizer $(DISTILL)/tokenizer \
+	--max-steps $(DISTILL_STEPS) --learning-rate $(DISTILL_LR) --batch-tokens $(DISTILL_BATCH_TOKENS) \
+	--gradient-accumulation-steps $(DISTILL_ACCUM) --eval-steps 100 --save-steps 100 --seed $(SEED) \
+	--model-init $(if $(filter 0,$(DISTILL_BASE_STEPS)),tiny,$(DISTILL)/base/checkpoint-$(shell printf %06d $(DISTILL_BASE_STEPS)))
+newest = $$(ls -d $(1)/checkpoint-* | tail -1)
+
+distill: build distill-data distill-base
+	$(TD) train --records $(DISTILL)/teacher.jsonl $(SFT_ARGS) --out $(DISTILL)/model --overwrite-output-dir \
+		--rejects $(DISTILL)/train.rejects.jsonl
+	$(MAKE) distill-eval MODEL_DIR=$(call newest,$(DISTILL)/model)
+
+distill-data: build
 	@mkdir -p $(DISTILL)
-	$(HAT) sim tasks --n $(DISTILL_TASKS) --split train --viewers-per-room $(DISTILL_VIEWERS_PER_ROOM) --seed $(SEED) \
-		-o $(DISTILL)/tasks.train.jsonl
-	$(HAT) sim tasks --n $(DISTILL_EVAL_TASKS) --split dev --seed $(SEED) -o $(DISTILL)/tasks.dev.jsonl
-	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.train.jsonl --variants $(DISTILL_VARIANTS) \
-		--original-share 0.5 --faults $(FAULTS) --seed $(SEED) -o $(DISTILL)/teacher.jsonl --summary $(DISTILL)/collect.json
-	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.dev.jsonl --variants 0 --seed $(SEED) -o $(DISTILL)/teacher.dev.jsonl
+	$(HAT) sim tasks --n $(DISTILL_TASKS) --split train --viewers-per-room 16 --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.train.jsonl
+	$(HAT) sim tasks --n $(DISTILL_FIRST_TASKS) --split train --viewers-per-room 64 --seed $$(($(SEED) + 1)) $(CATALOG) \
+		-o $(DISTILL)/tasks.first.jsonl
+	$(HAT) sim tasks --n $(DISTILL_EVAL_TASKS) --split dev --phrasings train --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.primary.jsonl
+	$(HAT) sim tasks --n $(DISTILL_EVAL_TASKS) --split dev --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.phrasings.jsonl
+	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.train.jsonl --variants $(DISTILL_VARIANTS) --original-share 0.5 \
+		--faults $(FAULTS) --seed $(SEED) $(CATALOG) -o $(DISTILL)/teacher.full.jsonl --summary $(DISTILL)/collect.json
+	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.first.jsonl --variants $(DISTILL_VARIANTS) --original-share 0.5 \
+		--faults $(FAULTS) --seed $(SEED) $(CATALOG) -o $(DISTILL)/teacher.first.full.jsonl --summary $(DISTILL)/collect.first.json
+	$(HAT) records cat --first-turn -i $(DISTILL)/teacher.first.full.jsonl -o $(DISTILL)/teacher.first.jsonl
+	cat $(DISTILL)/teacher.full.jsonl $(DISTILL)/teacher.first.jsonl > $(DISTILL)/teacher.jsonl
+	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.first.jsonl --variants 0 --seed $(SEED) $(CATALOG) \
+		-o $(DISTILL)/teacher.original.jsonl
+	$(HAT) records cat --dialogue-only -i $(DISTILL)/teacher.original.jsonl -o $(DISTILL)/base.jsonl
+	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.primary.jsonl --variants 0 --seed $(SEED) $(CATALOG) \
+		-o $(DISTILL)/teacher.primary.jsonl
+	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.primary.jsonl --variants 8 --pool eval --original-share 0 \
+		--seed $(SEED) $(CATALOG) --variants-dir $(DISTILL)/heldout -o $(DISTILL)/teacher.heldout.jsonl
+	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.phrasings.jsonl --variants 0 --seed $(SEED) $(CATALOG) \
+		-o $(DISTILL)/teacher.phrasings.jsonl
 	$(HAT) tokenizer train --records $(DISTILL)/teacher.jsonl --harness $(HARNESS) \
 		--text testdata/ifeval/input_data.jsonl --vocab-size 4096 --out $(DISTILL)/tokenizer
-	$(TD) train --records $(DISTILL)/teacher.jsonl $(TRAIN_ARGS) --out $(DISTILL)/model --overwrite-output-dir \
-		--max-train-minutes $(DISTILL_MINUTES) --rejects $(DISTILL)/train.rejects.jsonl
-	$(TD) eval --model tiny=$$(ls -d $(DISTILL)/model/checkpoint-* | tail -1) --set original=$(HARNESS) \
-		--tasks $(DISTILL)/tasks.dev.jsonl --n $(DISTILL_EVAL_TASKS) --seed $(SEED) \
+
+distill-base: distill-data
+ifneq ($(DISTILL_BASE_STEPS),0)
+	$(TD) train --records $(DISTILL)/base.jsonl --assistant-only-loss false --model-init tiny --tokenizer $(DISTILL)/tokenizer \
+		--max-steps $(DISTILL_BASE_STEPS) --learning-rate $(DISTILL_LR) --batch-tokens $(DISTILL_BATCH_TOKENS) \
+		--gradient-accumulation-steps $(DISTILL_ACCUM) --save-steps $(DISTILL_BASE_STEPS) --seed $(SEED) \
+		--out $(DISTILL)/base --overwrite-output-dir
+endif
+
+# MODEL_DIR: the checkpoint to evaluate (default: the newest of $(DISTILL)/model).
+distill-eval:
+	$(TD) probe --model tiny=$(or $(MODEL_DIR),$(call newest,$(DISTILL)/model)) \
+		--records primary=$(DISTILL)/teacher.primary.jsonl --records heldout=$(DISTILL)/teacher.heldout.jsonl \
+		--records phrasings=$(DISTILL)/teacher.phrasings.jsonl --summary $(DISTILL)/probe.json | tee $(DISTILL)/probe.md
+	$(TD) eval --model tiny=$(or $(MODEL_DIR),$(call newest,$(DISTILL)/model)) --set original=$(HARNESS) \
+		--tasks $(DISTILL)/tasks.primary.jsonl --n $(DISTILL_ROLLOUTS) --seed $(SEED) $(CATALOG) \
 		--episodes $(DISTILL)/eval.jsonl --summary $(DISTILL)/eval.json | tee $(DISTILL)/eval.md
 
-# The paper's core claim at toy scale: with equal compute (same recipe, steps and batch; no time cap),
-# (a) fixed-harness SFT on the original harness only against (b) HSA-SFT on train-pool variants (the
-# distill stage's data), both evaluated on the original harness and on held-out eval-pool variants
-# (renames and rewrites never seen in training). Writes $(COMPARE)/table.md.
+# The paper's core claim at toy scale: with equal compute (the same recipe, steps, batch and seed),
+# (a) fixed-harness SFT on episodes played under the original harness only against (b) HSA-SFT (the distill
+# stage's data), both from the same base, probed on the primary, held-out-variant and held-out-phrasing sets
+# with the paired sign test of (b) against (a). Writes $(COMPARE)/table.md.
 COMPARE := $(OUT)/compare
-COMPARE_HELDOUT ?= 4
-compare: build
-	@test -f $(DISTILL)/teacher.jsonl || $(MAKE) distill
-	rm -rf $(COMPARE)/fixed $(COMPARE)/hsa $(COMPARE)/heldout
+compare: build distill-data distill-base
 	@mkdir -p $(COMPARE)
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.train.jsonl --variants 0 --faults $(FAULTS) \
-		--seed $(SEED) -o $(COMPARE)/teacher.fixed.jsonl --summary $(COMPARE)/collect.fixed.json
-	$(TD) train --records $(COMPARE)/teacher.fixed.jsonl $(TRAIN_ARGS) --out $(COMPARE)/fixed
-	$(TD) train --records $(DISTILL)/teacher.jsonl $(TRAIN_ARGS) --out $(COMPARE)/hsa
-	$(BIN)/hsa-augment --harness $(HARNESS) --out $(COMPARE)/heldout --n $(COMPARE_HELDOUT) --pool eval --seed $(SEED)
-	$(TD) eval --model fixed=$$(ls -d $(COMPARE)/fixed/checkpoint-* | tail -1) \
-		--model hsa=$$(ls -d $(COMPARE)/hsa/checkpoint-* | tail -1) \
-		--set original=$(HARNESS) --set heldout=$$(ls -d $(COMPARE)/heldout/variant-* | paste -sd, -) \
-		--tasks $(DISTILL)/tasks.dev.jsonl --n $(DISTILL_EVAL_TASKS) --seed $(SEED) \
-		--episodes $(COMPARE)/eval.jsonl --summary $(COMPARE)/eval.json | tee $(COMPARE)/table.md
+		--seed $(SEED) $(CATALOG) -o $(COMPARE)/teacher.fixed.full.jsonl
+	$(HAT) records cat --first-turn -i $(DISTILL)/teacher.original.jsonl -o $(COMPARE)/teacher.fixed.first.jsonl
+	cat $(COMPARE)/teacher.fixed.full.jsonl $(COMPARE)/teacher.fixed.first.jsonl > $(COMPARE)/teacher.fixed.jsonl
+	$(TD) train --records $(COMPARE)/teacher.fixed.jsonl $(SFT_ARGS) --out $(COMPARE)/fixed --overwrite-output-dir
+	$(TD) train --records $(DISTILL)/teacher.jsonl $(SFT_ARGS) --out $(COMPARE)/hsa --overwrite-output-dir
+	$(TD) probe --model fixed=$(call newest,$(COMPARE)/fixed) --model hsa=$(call newest,$(COMPARE)/hsa) \
+		--records primary=$(DISTILL)/teacher.primary.jsonl --records heldout=$(DISTILL)/teacher.heldout.jsonl \
+		--records phrasings=$(DISTILL)/teacher.phrasings.jsonl --summary $(COMPARE)/probe.json | tee $(COMPARE)/table.md
 
 # `cargo test` has already built the debug binaries and examples, so the examples run on those
 # (PROFILE=debug) instead of paying for a second, release build in CI.

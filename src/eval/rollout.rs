@@ -40,13 +40,13 @@ impl Estimate {
         }
     }
 
-    /// The mean of scores in [0, 1], normal interval.
+    /// The mean of scores in [0, 1], normal interval clipped to [0, 1].
     fn mean(values: &[f64]) -> Estimate {
         let (value, lo, hi) = mean_interval(values);
         Estimate {
             value,
-            lo,
-            hi,
+            lo: lo.max(0.0),
+            hi: hi.min(1.0),
             n: values.len(),
         }
     }
