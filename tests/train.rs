@@ -751,7 +751,7 @@ fn training_memorises_the_input_dependent_calls_of_a_small_set() {
         save_steps: 0,
         warmup_steps: 5,
         learning_rate: 1e-3,
-        ..config(200)
+        ..config(300)
     };
     let stop = AtomicBool::new(false);
     let o = train(
