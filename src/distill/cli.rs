@@ -487,15 +487,7 @@ pub fn probe(a: &ProbeArgs) -> Result<i32> {
     let mut sets = Vec::new();
     for r in &a.records {
         let (name, path) = split_pair(r, "--records")?;
-        let records: Vec<Trajectory> = JsonlArgs {
-            input: path.to_string(),
-            output: "-".into(),
-            on_error: crate::jsonl::OnError::Fail,
-            rejects: None,
-            shard: None,
-        }
-        .records::<Trajectory>()?
-        .collect::<Result<_>>()?;
+        let records = read_records(path, usize::MAX)?;
         sets.push((name.to_string(), records));
     }
     let mut rows = Vec::new();
@@ -547,6 +539,20 @@ pub fn probe(a: &ProbeArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// The first `n` records of a JSONL file, failing on the first bad line (with file and line).
+fn read_records(path: &str, n: usize) -> Result<Vec<Trajectory>> {
+    JsonlArgs {
+        input: path.to_string(),
+        output: "-".into(),
+        on_error: crate::jsonl::OnError::Fail,
+        rejects: None,
+        shard: None,
+    }
+    .records::<Trajectory>()?
+    .take(n)
+    .collect()
+}
+
 fn split_pair<'a>(s: &'a str, flag: &str) -> Result<(&'a str, &'a str)> {
     s.split_once('=')
         .ok_or_else(|| anyhow::anyhow!("{flag} {s:?}: expected NAME=VALUE"))
@@ -556,16 +562,7 @@ fn split_pair<'a>(s: &'a str, flag: &str) -> Result<(&'a str, &'a str)> {
 pub fn eval(a: &EvalArgs) -> Result<i32> {
     use crate::eval::rollout::{markdown, paired_right_tool, play, summarise};
     use crate::policy::local::{LocalOptions, LocalPolicy};
-    let tasks: Vec<Trajectory> = JsonlArgs {
-        input: a.tasks.clone(),
-        output: "-".into(),
-        on_error: crate::jsonl::OnError::Fail,
-        rejects: None,
-        shard: None,
-    }
-    .records::<Trajectory>()?
-    .take(a.n)
-    .collect::<Result<_>>()?;
+    let tasks = read_records(&a.tasks, a.n)?;
     let catalog = a.catalog.load()?;
     let env = SimEnv {
         catalog: &catalog,

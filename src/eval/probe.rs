@@ -13,7 +13,7 @@ use anyhow::Result;
 use burn::prelude::*;
 use serde::Serialize;
 
-use crate::judge::stats::{sign_test, wilson};
+use crate::judge::stats::{paired_sign_test, wilson};
 use crate::model::CausalLm;
 use crate::record::Trajectory;
 use crate::train::trainer::score_views;
@@ -132,19 +132,12 @@ pub fn probe<B: Backend>(
 /// The paired sign test of B against A on the opening call, over the records both decided:
 /// (B right where A is wrong, A right where B is wrong, p-value).
 pub fn paired(a: &Probe, b: &Probe) -> (u64, u64, f64) {
-    let of_a: BTreeMap<&str, bool> = a
-        .decisions
-        .iter()
-        .filter_map(|d| Some((d.id.as_str(), d.opening_exact?)))
-        .collect();
-    let (mut b_only, mut a_only) = (0, 0);
-    for d in &b.decisions {
-        if let (Some(hb), Some(&ha)) = (d.opening_exact, of_a.get(d.id.as_str())) {
-            b_only += u64::from(hb && !ha);
-            a_only += u64::from(ha && !hb);
-        }
+    fn opening(p: &Probe) -> impl Iterator<Item = (&str, bool)> {
+        p.decisions
+            .iter()
+            .filter_map(|d| Some((d.id.as_str(), d.opening_exact?)))
     }
-    (b_only, a_only, sign_test(b_only, b_only + a_only))
+    paired_sign_test(opening(a), opening(b))
 }
 
 /// The markdown table of `(model, set, probe)` rows, then the opening call by intent.

@@ -14,7 +14,7 @@ use crate::agent::rollout::run_batch;
 use crate::agent::{Agent, SimEnv};
 use crate::harness::Harness;
 use crate::hsa::variant::MANIFEST_FILE;
-use crate::judge::stats::{mean_interval, sign_test, wilson};
+use crate::judge::stats::{mean_interval, paired_sign_test, wilson};
 use crate::judge::verifiable::{score, TokenCounter};
 use crate::policy::Policy;
 use crate::record::{Names, Role, Trajectory};
@@ -160,18 +160,11 @@ pub fn summarise(label: &str, episodes: &[Trajectory], errors: usize) -> EvalSum
 /// The paired sign test of model B against model A on right tool, over the tasks both played (joined
 /// by record id): (B right where A is wrong, the reverse, p-value).
 pub fn paired_right_tool(a: &[Trajectory], b: &[Trajectory]) -> (u64, u64, f64) {
-    let of_a: std::collections::HashMap<&str, bool> = a
-        .iter()
-        .filter_map(|t| Some((t.id.as_str(), right_tool(t)?)))
-        .collect();
-    let (mut b_only, mut a_only) = (0, 0);
-    for t in b {
-        if let (Some(rb), Some(&ra)) = (right_tool(t), of_a.get(t.id.as_str())) {
-            b_only += u64::from(rb && !ra);
-            a_only += u64::from(ra && !rb);
-        }
+    fn right(side: &[Trajectory]) -> impl Iterator<Item = (&str, bool)> {
+        side.iter()
+            .filter_map(|t| Some((t.id.as_str(), right_tool(t)?)))
     }
-    (b_only, a_only, sign_test(b_only, b_only + a_only))
+    paired_sign_test(right(a), right(b))
 }
 
 /// A markdown table: one row per (model, harness set); every cell a value with its 95% interval.

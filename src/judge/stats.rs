@@ -104,6 +104,23 @@ pub fn sign_test(k: u64, n: u64) -> f64 {
     (2.0 * tail).min(1.0)
 }
 
+/// The paired sign test of B against A on 0/1 outcomes joined by case id, over the cases both decided:
+/// (B right where A is wrong, the reverse, p-value).
+pub fn paired_sign_test<'a>(
+    a: impl IntoIterator<Item = (&'a str, bool)>,
+    b: impl IntoIterator<Item = (&'a str, bool)>,
+) -> (u64, u64, f64) {
+    let of_a: std::collections::HashMap<&str, bool> = a.into_iter().collect();
+    let (mut b_only, mut a_only) = (0, 0);
+    for (id, hb) in b {
+        if let Some(&ha) = of_a.get(id) {
+            b_only += u64::from(hb && !ha);
+            a_only += u64::from(ha && !hb);
+        }
+    }
+    (b_only, a_only, sign_test(b_only, b_only + a_only))
+}
+
 /// The Wilson score interval of `k` successes in `n` trials at 95% (z = 1.96), as statsmodels'
 /// `proportion_confint(k, n, method="wilson")` gives it: sound for small `n` and rates near 0 or 1,
 /// where the normal interval is not. `n = 0` gives (0, 1).
