@@ -16,6 +16,7 @@ pub mod policy;
 pub mod record;
 pub mod records_cli;
 pub mod replay;
+pub mod rl;
 pub mod rng;
 pub mod serve;
 pub mod sim;

@@ -11,7 +11,7 @@ const LAYERS: &[&[&str]] = &[
     &["model"],
     &["sim", "policy"],
     &["agent", "hsa", "judge"],
-    &["train", "eval", "distill"],
+    &["train", "eval", "distill", "rl"],
     &["serve", "replay"],
 ];
 

@@ -3,8 +3,6 @@
 //! tokens only. Logic lives in `hat::distill` and `hat::train`; this file picks the backend.
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -39,26 +37,11 @@ enum Command {
     Probe(ProbeArgs),
 }
 
-/// Ctrl-C sets the flag; the trainer finishes its step, checkpoints and exits. A second Ctrl-C kills.
-fn stop_flag() -> Result<Arc<AtomicBool>> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
-    // SAFETY: the handler only touches an atomic and calls `_exit`, both async-signal-safe.
-    unsafe {
-        signal_hook_registry::register(libc::SIGINT, move || {
-            if f.swap(true, Ordering::SeqCst) {
-                libc::_exit(130);
-            }
-        })?;
-    }
-    Ok(flag)
-}
-
 fn run(cli: &Cli) -> Result<i32> {
     match &cli.command {
         Command::Collect(a) => collect(a).map(|()| 0),
         Command::Train(a) => {
-            let stop = stop_flag()?;
+            let stop = hat::train::interrupt::ctrl_c_flag()?;
             train::<Backend>(a, &stop, &Default::default()).map(|()| 0)
         }
         Command::Eval(a) => eval(a),

@@ -15,7 +15,7 @@ use burn::backend::NdArray;
 use burn::prelude::*;
 use serde_json::{Map, Value as Json};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// How the local policy generates and reads tool calls.
 #[derive(Debug, Clone)]
@@ -43,8 +43,9 @@ impl Default for LocalOptions {
 /// A checkpoint directory behind [`Policy`].
 pub struct LocalPolicy<B: Backend = NdArray<f32>> {
     name: String,
-    /// Generation takes the whole model; concurrent episodes take turns.
-    generator: Mutex<TextGenerator<B>>,
+    /// Generation takes the whole model; concurrent episodes take turns. Shared by the policy's
+    /// [`siblings`](LocalPolicy::sibling), which differ only in their sampling seed.
+    generator: Arc<Mutex<TextGenerator<B>>>,
     options: LocalOptions,
 }
 
@@ -68,9 +69,30 @@ impl<B: Backend> LocalPolicy<B> {
         }
         Ok(Self {
             name: name.to_string(),
-            generator: Mutex::new(generator),
+            generator: Arc::new(Mutex::new(generator)),
             options,
         })
+    }
+
+    /// The same model sampled from another seed: the G rollouts of one prompt in RL must not draw
+    /// the same stream (each reply's stream derives from the seed and the prompt).
+    pub fn sibling(&self, seed: u64) -> Self {
+        let mut options = self.options.clone();
+        options.sampling.seed = seed;
+        Self {
+            name: self.name.clone(),
+            generator: Arc::clone(&self.generator),
+            options,
+        }
+    }
+
+    /// Replaces the weights every sibling generates with (an on-policy trainer after its update).
+    pub fn set_model(&self, model: crate::model::CausalLm<B>) -> Result<()> {
+        self.generator
+            .lock()
+            .map_err(|_| anyhow!("the local model panicked in another episode"))?
+            .model = model;
+        Ok(())
     }
 }
 

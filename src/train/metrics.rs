@@ -57,20 +57,29 @@ pub fn series(path: &Path, key: &str) -> Result<Vec<(f64, f64)>> {
 /// Writes an SVG with the training loss (blue), the dev loss (orange) and the dev tool-call exact-match
 /// shares (green: every tool-calling turn; red: the opening one; 0–1 on the same axis) against the step.
 pub fn plot_loss(metrics: &Path, svg: &Path) -> Result<()> {
-    let curves = [
-        ("train loss", "#1f77b4", series(metrics, "loss")?),
-        ("dev loss", "#ff7f0e", series(metrics, "dev_loss")?),
-        (
-            "dev tool calls exact",
-            "#2ca02c",
-            series(metrics, "dev_tool_call_exact")?,
-        ),
-        (
-            "dev first call exact",
-            "#d62728",
-            series(metrics, "dev_first_call_exact")?,
-        ),
-    ];
+    plot(
+        metrics,
+        svg,
+        &[
+            ("train loss", "loss"),
+            ("dev loss", "dev_loss"),
+            ("dev tool calls exact", "dev_tool_call_exact"),
+            ("dev first call exact", "dev_first_call_exact"),
+        ],
+    )
+}
+
+const PALETTE: [&str; 8] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+];
+
+/// Writes an SVG of the metrics `keys` (label, key in metrics.jsonl) against the step, on one axis.
+pub fn plot(metrics: &Path, svg: &Path, keys: &[(&str, &str)]) -> Result<()> {
+    let curves = keys
+        .iter()
+        .zip(PALETTE.iter().cycle())
+        .map(|(&(name, key), &color)| Ok((name, color, series(metrics, key)?)))
+        .collect::<Result<Vec<_>>>()?;
     let points = curves.iter().flat_map(|c| c.2.iter());
     let (mut x1, mut y0, mut y1) = (1.0f64, f64::MAX, f64::MIN);
     for &(x, y) in points {

@@ -244,6 +244,10 @@ pub struct ViewScore {
     /// The model's argmax at each trained token of that turn (teacher-forced), to show what it says
     /// instead.
     pub first_call_argmax: Vec<u32>,
+    /// `log p(token)` of every trained token, in token order (what RL and OPD ratios are made of).
+    pub logprobs: Vec<f32>,
+    /// The entropy of the model's distribution at each trained token, in the same order.
+    pub entropy: Vec<f32>,
 }
 
 /// A [`ViewScore`] per view (in `views` order), teacher-forced in shared-prefix micro-batches of
@@ -265,12 +269,18 @@ pub fn score_views<B: Backend>(
         }
         let (hidden, _) = batch_hidden_states(model, &b);
         let logits = trained_logits(model, hidden, &b);
-        let picked = log_softmax(logits.clone(), 1)
+        let lp = log_softmax(logits.clone(), 1);
+        let entropy = (lp.clone().exp() * lp.clone())
+            .sum_dim(1)
+            .reshape([k])
+            .neg();
+        let picked = lp
             .gather(1, b.trained_targets.clone().reshape([k, 1]))
             .reshape([k]);
         let floats = |t: Tensor<B, 1>| t.into_data().convert::<f32>().to_vec::<f32>();
         let ints = |t: Tensor<B, 1, Int>| t.into_data().convert::<i64>().to_vec::<i64>();
         let logprobs = floats(picked)?;
+        let entropy = floats(entropy)?;
         let weights = floats(b.trained_weights.clone())?;
         let argmax = ints(logits.argmax(1).flatten(0, 1))?;
         let targets = ints(b.trained_targets.clone())?;
@@ -284,6 +294,8 @@ pub fn score_views<B: Backend>(
             let score = &mut scores[rows[row]];
             score.nll -= f64::from(logprobs[j] * weights[j]);
             score.trained += f64::from(weights[j]);
+            score.logprobs.push(logprobs[j]);
+            score.entropy.push(entropy[j]);
             let token = prefix + k + 1;
             let view = refs[row];
             let Some(seg) = view

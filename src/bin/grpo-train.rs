@@ -1,0 +1,55 @@
+//! `grpo-train`: HSA-RL. Groups of episodes of the policy in the live-room simulator under the original
+//! harness and HSA variants with faults, the judge's rewards, GRPO/GDPO advantages per turn kind, and
+//! the clipped policy-gradient update (token-level or GSPO). Logic lives in `hat::rl`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Parser;
+use hat::rl::cli::{run, GrpoArgs};
+
+#[cfg(not(feature = "cuda"))]
+type Backend = burn::backend::Autodiff<burn::backend::NdArray<f32>>;
+#[cfg(feature = "cuda")]
+type Backend = burn::backend::Autodiff<burn::backend::Cuda<f32>>;
+
+const AFTER_HELP: &str = "\
+OUTPUT (in --out)
+  metrics.jsonl   one line per step, TRL's names: reward, rewards/<name>/mean, reward_std/<kind>,
+                  frac_reward_zero_std/<kind>, clip_ratio/{low,high,region}_mean, kl, entropy,
+                  completions/mean_length, right_tool, time/{rollout,scoring,update}_s
+  reward.svg      the reward curves, right tool, KL and clip ratio against the step
+  rollouts/       step-NNNNNN.jsonl: every episode of the step, judged (reads with `judge report`)
+  checkpoint-NNNNNN/  HF directory + optimizer + trainer state; --resume continues exactly
+
+EXAMPLE
+  hsa-augment --harness harness --out out/variants -n 8 --pool train
+  hat sim tasks --split train -n 2000 > out/rl-tasks.jsonl
+  grpo-train --model out/distill/checkpoint-000400 --tasks out/rl-tasks.jsonl \\
+      --harness harness --harness out/variants/variant-000 --faults timeout=0.1 \\
+      --num-generations 4 --tasks-per-step 8 --max-steps 50 --out out/grpo";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "grpo-train",
+    version,
+    about = "HSA-RL: GRPO/GSPO with GDPO advantages in the live-room simulator",
+    after_help = AFTER_HELP
+)]
+struct Cli {
+    #[command(flatten)]
+    args: GrpoArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result: Result<()> = hat::train::interrupt::ctrl_c_flag()
+        .and_then(|stop| run::<Backend>(&cli.args, &stop, &Default::default()));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("grpo-train: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! `grpo-train` flags: TRL's `GRPOConfig` names where they exist (`num_generations`, `epsilon`,
+//! `epsilon_high`, `beta`, `loss_type`, `importance_sampling_level`, `scale_rewards`,
+//! `multi_objective_aggregation`, `num_iterations`), the simulator's for the rest.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{bail, Context, Result};
+use burn::tensor::backend::AutodiffBackend;
+use clap::Args;
+
+use super::advantage::{AdvantageConfig, Aggregation, ScaleRewards};
+use super::policy_loss::{ImportanceSamplingLevel, LossType, PolicyLossConfig};
+use super::trainer::{train, GrpoConfig, RunInputs, REPLY_REWARDS, TOOL_REWARDS};
+use crate::agent::{Agent, SimEnv};
+use crate::eval::rollout::load_harness;
+use crate::model::CausalLm;
+use crate::record::Trajectory;
+use crate::sim::cli::CatalogSource;
+use crate::sim::faults::FaultPlan;
+use crate::train::checkpoint;
+use crate::train::heap;
+use crate::train::optim::AdamWConfig;
+use crate::train::view::ViewBuilder;
+
+#[derive(Debug, Args)]
+pub struct GrpoArgs {
+    /// The policy to start from: a checkpoint directory (weights, tokenizer, chat template), e.g. the
+    /// HSA-SFT model.
+    #[arg(long, value_name = "DIR")]
+    pub model: PathBuf,
+    /// Task records (`hat sim tasks --split train`).
+    #[arg(long, value_name = "FILE")]
+    pub tasks: String,
+    /// A harness to play under (repeat): the original and HSA train-pool variants (`hsa-augment --out`);
+    /// each task of a step draws one.
+    #[arg(long = "harness", required = true, value_name = "DIR")]
+    pub harnesses: Vec<PathBuf>,
+    #[command(flatten)]
+    pub catalog: CatalogSource,
+    /// Tool faults injected while playing (`hat sim rollout --faults` syntax).
+    #[arg(long, default_value = "")]
+    pub faults: FaultPlan,
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 50)]
+    pub max_steps: usize,
+    /// G: episodes per task, the group its advantages are relative to.
+    #[arg(long, default_value_t = 4)]
+    pub num_generations: usize,
+    #[arg(long, default_value_t = 8)]
+    pub tasks_per_step: usize,
+    /// μ: optimizer steps on each step's episodes (ratios move off 1 from the second on).
+    #[arg(long, default_value_t = 1)]
+    pub num_iterations: usize,
+    #[arg(long, default_value_t = 1e-4)]
+    pub learning_rate: f64,
+    #[arg(long, default_value_t = 0)]
+    pub warmup_steps: usize,
+    #[arg(long, default_value_t = 1.0)]
+    pub max_grad_norm: f64,
+    /// Lower clip ε (default 0.2; 3e-4 with a sequence-level ratio, as GSPO).
+    #[arg(long)]
+    pub epsilon: Option<f64>,
+    /// Upper clip ε (default: `epsilon`; 4e-4 with a sequence-level ratio). DAPO's clip-higher: 0.28.
+    #[arg(long)]
+    pub epsilon_high: Option<f64>,
+    #[arg(long, value_enum, default_value = "token")]
+    pub importance_sampling_level: ImportanceSamplingLevel,
+    #[arg(long, value_enum, default_value = "dapo")]
+    pub loss_type: LossType,
+    /// KL coefficient (k3 estimator, which regularises a forward KL) against `--ref-model`.
+    #[arg(long, default_value_t = 0.0)]
+    pub beta: f64,
+    /// Reference policy for the KL term (default: `--model`).
+    #[arg(long, value_name = "DIR")]
+    pub ref_model: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "sum_then_normalize")]
+    pub multi_objective_aggregation: Aggregation,
+    #[arg(long, value_enum, default_value = "group")]
+    pub scale_rewards: ScaleRewards,
+    /// Reward weights as NAME=W,… over tool_rationality, skill_selection (tool turns) and accuracy,
+    /// effectiveness, cot_length (reply turns); unnamed rewards weigh 1.
+    #[arg(long, default_value = "")]
+    pub reward_weights: String,
+    /// Longest reply, in tokens (also `dr_grpo`'s normaliser).
+    #[arg(long, default_value_t = 160)]
+    pub max_completion_length: usize,
+    /// Tokens a micro-batch computes at most.
+    #[arg(long, default_value_t = 8192)]
+    pub batch_tokens: usize,
+    #[arg(long, default_value_t = 10)]
+    pub save_steps: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Episodes run at once (generation itself takes the model in turns).
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Continue from the newest checkpoint in --out.
+    #[arg(long)]
+    pub resume: bool,
+    /// Delete the checkpoints in --out first.
+    #[arg(long)]
+    pub overwrite_output_dir: bool,
+}
+
+/// `weights` over `names` from `NAME=W,…` (other names in the spec belong to the other kind).
+fn reward_weights(spec: &str, names: &[&str]) -> Result<Vec<f64>> {
+    let mut weights = vec![1.0; names.len()];
+    for part in spec.split(',').filter(|p| !p.trim().is_empty()) {
+        let (name, w) = part
+            .split_once('=')
+            .with_context(|| format!("--reward-weights {part:?}: expected NAME=WEIGHT"))?;
+        let w: f64 = w
+            .trim()
+            .parse()
+            .with_context(|| format!("--reward-weights {part:?}: the weight is not a number"))?;
+        let all: Vec<&str> = TOOL_REWARDS.iter().chain(&REPLY_REWARDS).copied().collect();
+        if !all.contains(&name.trim()) {
+            bail!(
+                "--reward-weights: unknown reward {name:?}; known: {}",
+                all.join(", ")
+            );
+        }
+        if let Some(k) = names.iter().position(|n| *n == name.trim()) {
+            weights[k] = w;
+        }
+    }
+    Ok(weights)
+}
+
+impl GrpoArgs {
+    fn config(&self) -> Result<GrpoConfig> {
+        let sequence = self.importance_sampling_level != ImportanceSamplingLevel::Token;
+        let epsilon = self.epsilon.unwrap_or(if sequence { 3e-4 } else { 0.2 });
+        let epsilon_high = self
+            .epsilon_high
+            .unwrap_or(if sequence && self.epsilon.is_none() {
+                4e-4
+            } else {
+                epsilon
+            });
+        let advantage = |names: &[&str]| -> Result<AdvantageConfig> {
+            Ok(AdvantageConfig {
+                aggregation: self.multi_objective_aggregation,
+                scale_rewards: self.scale_rewards,
+                weights: reward_weights(&self.reward_weights, names)?,
+                epsilon: 1e-4,
+            })
+        };
+        if sequence
+            && matches!(
+                self.loss_type,
+                LossType::Dapo | LossType::Bnpo | LossType::DrGrpo
+            )
+        {
+            eprintln!(
+                "grpo-train: a sequence-level ratio with --loss-type {:?} weights each completion by its \
+                 length; GSPO uses --loss-type grpo",
+                self.loss_type
+            );
+        }
+        Ok(GrpoConfig {
+            max_steps: self.max_steps,
+            learning_rate: self.learning_rate,
+            warmup_steps: self.warmup_steps,
+            adamw: AdamWConfig::default(),
+            max_grad_norm: self.max_grad_norm,
+            seed: self.seed,
+            batch_tokens: self.batch_tokens,
+            num_generations: self.num_generations,
+            tasks_per_step: self.tasks_per_step,
+            num_iterations: self.num_iterations.max(1),
+            tool_advantage: advantage(&TOOL_REWARDS)?,
+            reply_advantage: advantage(&REPLY_REWARDS)?,
+            loss: PolicyLossConfig {
+                epsilon,
+                epsilon_high,
+                importance_sampling_level: self.importance_sampling_level,
+                loss_type: self.loss_type,
+                beta: self.beta,
+                max_completion_length: self.max_completion_length,
+            },
+            save_steps: self.save_steps,
+            router_aux_loss_coef: None,
+        })
+    }
+}
+
+/// Runs `grpo-train`; prints the final checkpoint's path.
+pub fn run<B: AutodiffBackend>(a: &GrpoArgs, stop: &AtomicBool, device: &B::Device) -> Result<()>
+where
+    crate::model::generation::generate::TextGenerator<B::InnerBackend>: Send,
+{
+    let cfg = a.config()?;
+    if a.overwrite_output_dir {
+        checkpoint::remove_all(&a.out)?;
+    } else if !a.resume {
+        checkpoint::ensure_none(&a.out)?;
+    }
+    let tasks: Vec<Trajectory> = crate::jsonl::read_all(&a.tasks)?;
+    let agents = a
+        .harnesses
+        .iter()
+        .map(|dir| {
+            let (harness, names) = load_harness(dir)?;
+            Ok((dir.display().to_string(), Agent::new(&harness, names)?))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let catalog = a.catalog.load()?;
+    let env = SimEnv {
+        catalog: &catalog,
+        faults: &a.faults,
+        seed: a.seed,
+    };
+    let views = ViewBuilder::from_dir(&a.model)?;
+    let model: CausalLm<B> = CausalLm::load(&a.model, device)?;
+    heap::keep_freed_memory(model.config.hidden_size);
+    let reference = if a.beta > 0.0 {
+        Some(CausalLm::<B::InnerBackend>::load(
+            a.ref_model.as_deref().unwrap_or(&a.model),
+            device,
+        )?)
+    } else {
+        None
+    };
+    let inputs = RunInputs {
+        tasks: &tasks,
+        agents: &agents,
+        env: &env,
+        views: &views,
+        tokenizer_dir: Path::new(&a.model),
+        out: &a.out,
+        concurrency: a.concurrency,
+    };
+    let ckpt = train::<B>(&cfg, model, reference, &inputs, a.resume, stop, device)?;
+    println!("{}", ckpt.display());
+    Ok(())
+}

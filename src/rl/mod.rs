@@ -1,0 +1,16 @@
+//! On-policy RL (HAT stage 3, `grpo-train`): group rollouts in the live-room simulator, group-relative
+//! advantages from the judge's rewards, the clipped policy-gradient loss, and the loop around them.
+//!
+//! ```text
+//! advantage.rs    GRPO / GDPO advantages over several rewards (TRL's names and ε, Bessel std)
+//! policy_loss.rs  token / sequence (GSPO) ratios, clipping, loss types, k3 KL: values and ∂L/∂logp
+//! rollout.rs      which tasks and harnesses a step plays; G episodes per task, judged
+//! trainer.rs      the step: rollout → advantages per segment kind → μ weighted-NLL updates; metrics
+//! cli.rs          `grpo-train` flags
+//! ```
+
+pub mod advantage;
+pub mod cli;
+pub mod policy_loss;
+pub mod rollout;
+pub mod trainer;

@@ -1,0 +1,104 @@
+//! One step's rollouts: for each task drawn, `num_generations` episodes of the local policy in the
+//! simulator, all under one harness (the original or an HSA variant, drawn per task) and one fault seed,
+//! each scored by the verifiable judge. The episodes of a task form its group.
+
+use anyhow::{anyhow, Result};
+use rayon::prelude::*;
+use serde_json::json;
+
+use crate::agent::{Agent, SimEnv};
+use crate::judge::verifiable::{score, TokenCounter};
+use crate::model::generation::generate::TextGenerator;
+use crate::policy::local::LocalPolicy;
+use crate::record::Trajectory;
+use crate::rng::Rng;
+use burn::prelude::Backend;
+
+/// The episodes of one task under one harness.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub task: usize,
+    pub harness: usize,
+    pub episodes: Vec<Trajectory>,
+}
+
+/// Which tasks and harnesses a step plays, derived from the run seed and the step alone (so a resumed
+/// run replays the same draws): `per_step` tasks from an epoch-wise shuffle of `tasks`, each with a
+/// harness drawn uniformly from `harnesses`.
+pub fn draws(
+    seed: u64,
+    step: usize,
+    per_step: usize,
+    tasks: usize,
+    harnesses: usize,
+) -> Vec<(usize, usize)> {
+    (0..per_step)
+        .map(|j| {
+            let k = step * per_step + j;
+            let (epoch, at) = (k / tasks, k % tasks);
+            let mut order: Vec<usize> = (0..tasks).collect();
+            Rng::derive(seed, &format!("tasks/{epoch}")).shuffle(&mut order);
+            let harness = Rng::derive(seed, &format!("harness/{step}/{j}")).below(harnesses);
+            (order[at], harness)
+        })
+        .collect()
+}
+
+/// Plays every draw `generations` times with `policy` (each episode from its own sampling seed; the
+/// fault seed is the task's, shared by its group) and scores the episodes. Episode ids become
+/// `TASK/sSTEP/gG` and `meta` records the step, group, generation and harness. An episode the
+/// runtime could not start is an error for the whole step: it is a bad task, not a policy move.
+#[allow(clippy::too_many_arguments)]
+pub fn play_groups<B: Backend>(
+    policy: &LocalPolicy<B>,
+    agents: &[(String, Agent)],
+    tasks: &[Trajectory],
+    picks: &[(usize, usize)],
+    generations: usize,
+    env: &SimEnv<'_>,
+    step: usize,
+    pool: &rayon::ThreadPool,
+) -> Result<Vec<Group>>
+where
+    TextGenerator<B>: Send,
+{
+    let jobs: Vec<(usize, usize)> = (0..picks.len())
+        .flat_map(|j| (0..generations).map(move |g| (j, g)))
+        .collect();
+    let played: Vec<Result<Trajectory>> = pool.install(|| {
+        jobs.par_iter()
+            .map(|&(j, g)| {
+                let (task, harness) = picks[j];
+                let (label, agent) = &agents[harness];
+                let sampler =
+                    policy.sibling(Rng::derive(env.seed, &format!("{step}/{j}/{g}")).next_u64());
+                let mut t = agent
+                    .run(&sampler, &tasks[task], env)
+                    .map_err(|e| anyhow!("task {} under {label}: {e:#}", tasks[task].id))?;
+                score(&mut t, &TokenCounter::Approximate);
+                t.id = format!("{}/s{step}/g{g}", tasks[task].id);
+                for (k, v) in [
+                    ("rl_step", json!(step)),
+                    ("rl_group", json!(j)),
+                    ("rl_generation", json!(g)),
+                    ("harness", json!(label)),
+                ] {
+                    t.meta.insert(k.into(), v);
+                }
+                Ok(t)
+            })
+            .collect()
+    });
+    let mut groups: Vec<Group> = picks
+        .iter()
+        .map(|&(task, harness)| Group {
+            task,
+            harness,
+            episodes: Vec::with_capacity(generations),
+        })
+        .collect();
+    for ((j, _), t) in jobs.into_iter().zip(played) {
+        groups[j].episodes.push(t?);
+    }
+    Ok(groups)
+}

@@ -1,0 +1,511 @@
+//! The GRPO/GSPO loop: roll out groups, judge them, turn rewards into advantages per segment kind, and
+//! update the policy on its own tokens.
+//!
+//! One step:
+//! 1. **Rollout** ([`super::rollout`]): `tasks_per_step` tasks × `num_generations` episodes of the
+//!    current weights (sampled), under a harness drawn per task, faults and hooks live.
+//! 2. **Rewards and advantages**: the verifiable judge scores each episode. As in the paper, the
+//!    tool-calling turns and the reply turns of an episode are separate completions with their own
+//!    rewards — tool turns: tool rationality and skill selection; reply turns: accuracy, effectiveness
+//!    and the chain-of-thought length score — and each kind gets its own group advantages
+//!    ([`super::advantage`]), so a right tool call is not blamed for a weak reply.
+//! 3. **Update**, `num_iterations` times over the same episodes: score the completions with the current
+//!    weights (the first pass gives the sampling policy's log-probs, `old`), get `∂L/∂logp` per token
+//!    from [`super::policy_loss`], and take one optimizer step of the NLL weighted by `−∂L/∂logp` — the
+//!    gradient of the clipped surrogate itself. Only tokens the policy generated carry loss: the views'
+//!    loss mask leaves out system text, viewer turns, tool results and hook feedback.
+//!
+//! `old` is recomputed by the trainer on the re-rendered episode rather than taken from the sampler:
+//! with one process and one set of weights they are the same distribution, and the view's tokens are
+//! the ones the gradient needs. (A rollout engine apart from the trainer would need the sampler's
+//! log-probs and truncated importance sampling; not built.)
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use burn::module::AutodiffModule;
+use burn::tensor::backend::AutodiffBackend;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+
+use super::advantage::{advantages, AdvantageConfig, Advantages};
+use super::policy_loss::{policy_loss, Completion, PolicyLoss, PolicyLossConfig};
+use super::rollout::{draws, play_groups, Group};
+use crate::agent::{Agent, SimEnv};
+use crate::eval::rollout::right_tool;
+use crate::jsonl::JsonlWriter;
+use crate::model::CausalLm;
+use crate::policy::local::LocalPolicy;
+use crate::record::{Scores, Trajectory};
+use crate::train::batch::{bucket_shared, to_tensors, BatchTensors, Cursor};
+use crate::train::checkpoint::{self, TrainerState};
+use crate::train::metrics;
+use crate::train::optim::{cosine_with_warmup, AdamW, AdamWConfig};
+use crate::train::trainer::{micro_batch_loss, score_views, step_gradients};
+use crate::train::view::{SegmentKind, TrainingView, ViewBuilder};
+
+/// The rewards of tool-calling turns, in the judge's names.
+pub const TOOL_REWARDS: [&str; 2] = ["tool_rationality", "skill_selection"];
+/// The rewards of reply turns.
+pub const REPLY_REWARDS: [&str; 3] = ["accuracy", "effectiveness", "cot_length"];
+
+fn reward(scores: &Scores, name: &str) -> Option<f64> {
+    match name {
+        "accuracy" => scores.accuracy,
+        "effectiveness" => scores.effectiveness,
+        "tool_rationality" => scores.tool_rationality,
+        "skill_selection" => scores.skill_selection,
+        "cot_length" => scores.cot_length,
+        _ => None,
+    }
+}
+
+/// Settings of one RL run (TRL names where they exist).
+#[derive(Debug, Clone)]
+pub struct GrpoConfig {
+    pub max_steps: usize,
+    pub learning_rate: f64,
+    pub warmup_steps: usize,
+    pub adamw: AdamWConfig,
+    pub max_grad_norm: f64,
+    pub seed: u64,
+    /// Tokens a micro-batch computes at most (the shared prompt prefix counted once).
+    pub batch_tokens: usize,
+    /// G: episodes per task.
+    pub num_generations: usize,
+    pub tasks_per_step: usize,
+    /// μ: optimizer steps on each step's episodes.
+    pub num_iterations: usize,
+    /// Advantages of tool turns (weights over [`TOOL_REWARDS`]) and of reply turns ([`REPLY_REWARDS`]).
+    pub tool_advantage: AdvantageConfig,
+    pub reply_advantage: AdvantageConfig,
+    pub loss: PolicyLossConfig,
+    pub save_steps: usize,
+    pub router_aux_loss_coef: Option<f64>,
+}
+
+/// What a run reads and writes.
+pub struct RunInputs<'a> {
+    /// Task records (`hat sim tasks`).
+    pub tasks: &'a [Trajectory],
+    /// The harnesses a task may be played under, with a label each (original, HSA variants).
+    pub agents: &'a [(String, Agent)],
+    pub env: &'a SimEnv<'a>,
+    /// Renders episodes to token ids; the tokenizer and template of the policy.
+    pub views: &'a ViewBuilder,
+    /// The directory whose tokenizer files go into every checkpoint.
+    pub tokenizer_dir: &'a Path,
+    pub out: &'a Path,
+    /// Episodes run at once.
+    pub concurrency: usize,
+}
+
+/// A completion's place: view, its trained tokens `first..first + len` in the view's score order, kind.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    view: usize,
+    first: usize,
+    len: usize,
+    kind: SegmentKind,
+    /// Row in the group-advantage table of its kind (one per episode).
+    episode: usize,
+}
+
+/// The completions of `view` (its tool-call and reply segments), as spans of its trained tokens.
+fn spans_of(view_index: usize, view: &TrainingView, episode: usize) -> Vec<Span> {
+    let trained: Vec<usize> = (0..view.len())
+        .filter(|&t| view.loss_mask[t] == 1)
+        .collect();
+    view.segments
+        .iter()
+        .filter(|s| s.kind != SegmentKind::Context)
+        .filter_map(|s| {
+            let first = trained.iter().position(|&t| t >= s.start && t < s.end)?;
+            let len = trained[first..].iter().take_while(|&&t| t < s.end).count();
+            Some(Span {
+                view: view_index,
+                first,
+                len,
+                kind: s.kind,
+                episode,
+            })
+        })
+        .collect()
+}
+
+/// Group advantages of every episode for the rewards `names`.
+fn group_advantages(groups: &[Group], names: &[&str], cfg: &AdvantageConfig) -> Advantages {
+    let (mut rows, mut ids) = (Vec::new(), Vec::new());
+    for (g, group) in groups.iter().enumerate() {
+        for t in &group.episodes {
+            rows.push(names.iter().map(|n| reward(&t.scores, n)).collect());
+            ids.push(g);
+        }
+    }
+    advantages(&rows, &ids, cfg)
+}
+
+/// Runs GRPO from `model` (or, with `resume`, the newest checkpoint in `inputs.out`).
+pub fn train<B: AutodiffBackend>(
+    cfg: &GrpoConfig,
+    model: CausalLm<B>,
+    reference: Option<CausalLm<B::InnerBackend>>,
+    inputs: &RunInputs<'_>,
+    resume: bool,
+    stop: &AtomicBool,
+    device: &B::Device,
+) -> Result<PathBuf>
+where
+    crate::model::generation::generate::TextGenerator<B::InnerBackend>: Send,
+{
+    anyhow::ensure!(!inputs.tasks.is_empty(), "no tasks");
+    anyhow::ensure!(!inputs.agents.is_empty(), "no harness");
+    anyhow::ensure!(
+        cfg.num_generations >= 2,
+        "num_generations must be at least 2 (a group needs two to compare)"
+    );
+    anyhow::ensure!(
+        cfg.loss.beta == 0.0 || reference.is_some(),
+        "beta > 0 needs a reference model"
+    );
+    if !resume {
+        checkpoint::ensure_none(inputs.out)?;
+    }
+    std::fs::create_dir_all(inputs.out)
+        .with_context(|| format!("creating {}", inputs.out.display()))?;
+    let mut opt = AdamW::<B::InnerBackend>::new(cfg.adamw);
+    let (mut model, mut state) = match resume
+        .then(|| checkpoint::latest(inputs.out))
+        .transpose()?
+        .flatten()
+    {
+        Some(dir) => {
+            let (m, s) = checkpoint::load::<B, B::InnerBackend>(&dir, &mut opt, device)?;
+            opt.check_shapes::<B, _>(&m)?;
+            eprintln!("resuming from {} (step {})", dir.display(), s.step);
+            (m, s)
+        }
+        None => (
+            model,
+            TrainerState {
+                step: 0,
+                cursor: Cursor::default(),
+                seed: cfg.seed,
+                metrics_lines: 0,
+                tokens: 0,
+            },
+        ),
+    };
+    let aux_coef = cfg
+        .router_aux_loss_coef
+        .unwrap_or(model.config.router_aux_loss_coef);
+    let pad = inputs
+        .views
+        .tokenizer()
+        .token_to_id("<|endoftext|>")
+        .unwrap_or(inputs.views.end_of_turn());
+    let metrics_path = inputs.out.join("metrics.jsonl");
+    let mut log = metrics::Log::open(&metrics_path, state.metrics_lines)?;
+    let rollouts = inputs.out.join("rollouts");
+    std::fs::create_dir_all(&rollouts)
+        .with_context(|| format!("creating {}", rollouts.display()))?;
+    let generator = crate::model::generation::generate::TextGenerator::new(
+        model.valid(),
+        inputs.views.tokenizer().clone(),
+        Some(crate::chat::ChatTemplate::from_model_dir(
+            inputs.tokenizer_dir,
+        )?),
+    )?;
+    let mut options = crate::policy::local::LocalOptions::default();
+    options.sampling.temperature = 1.0;
+    options.sampling.max_tokens = cfg.loss.max_completion_length;
+    let policy = LocalPolicy::new(generator, "grpo-policy", options)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(inputs.concurrency.max(1))
+        .build()?;
+    let pb = ProgressBar::new(cfg.max_steps as u64).with_position(state.step as u64);
+    pb.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} steps {msg} [{elapsed} < {eta}]")
+            .expect("static template"),
+    );
+    while state.step < cfg.max_steps {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let step = state.step;
+        let clock = Instant::now();
+        policy.set_model(model.valid())?;
+        let picks = draws(
+            cfg.seed,
+            step,
+            cfg.tasks_per_step,
+            inputs.tasks.len(),
+            inputs.agents.len(),
+        );
+        let env = SimEnv {
+            seed: cfg.seed ^ (step as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            ..*inputs.env
+        };
+        let groups = play_groups(
+            &policy,
+            inputs.agents,
+            inputs.tasks,
+            &picks,
+            cfg.num_generations,
+            &env,
+            step,
+            &pool,
+        )?;
+        let rollout_s = clock.elapsed().as_secs_f64();
+
+        let tool_adv = group_advantages(&groups, &TOOL_REWARDS, &cfg.tool_advantage);
+        let reply_adv = group_advantages(&groups, &REPLY_REWARDS, &cfg.reply_advantage);
+        let episodes: Vec<&Trajectory> = groups.iter().flat_map(|g| &g.episodes).collect();
+        let (mut views, mut spans, mut skipped) = (Vec::new(), Vec::new(), 0usize);
+        for (e, t) in episodes.iter().enumerate() {
+            match inputs.views.build(t) {
+                Ok(v) => {
+                    spans.extend(spans_of(views.len(), &v, e));
+                    views.push(v);
+                }
+                Err(_) => skipped += 1,
+            }
+        }
+        let advantage_of = |s: &Span| match s.kind {
+            SegmentKind::ToolCall => tool_adv.values[s.episode],
+            _ => reply_adv.values[s.episode],
+        };
+
+        let clock = Instant::now();
+        let logprobs = |m: &CausalLm<B::InnerBackend>| -> Result<(Vec<Vec<f64>>, Vec<f64>)> {
+            let scores = score_views(m, &views, pad, cfg.batch_tokens, device)?;
+            let entropy: Vec<f64> = scores
+                .iter()
+                .flat_map(|s| s.entropy.iter().map(|&e| f64::from(e)))
+                .collect();
+            Ok((
+                scores
+                    .into_iter()
+                    .map(|s| s.logprobs.into_iter().map(f64::from).collect())
+                    .collect(),
+                entropy,
+            ))
+        };
+        let (old, entropy) = logprobs(&model.valid())?;
+        let reference_lp = reference
+            .as_ref()
+            .map(&logprobs)
+            .transpose()?
+            .map(|(lp, _)| lp);
+        let scoring_s = clock.elapsed().as_secs_f64();
+
+        let clock = Instant::now();
+        let lr = cosine_with_warmup(cfg.learning_rate, step, cfg.warmup_steps, cfg.max_steps);
+        let mut last: Option<(PolicyLoss, f64)> = None;
+        for iteration in 0..cfg.num_iterations {
+            let current = if iteration == 0 {
+                old.clone()
+            } else {
+                logprobs(&model.valid())?.0
+            };
+            let completions: Vec<Completion> = spans
+                .iter()
+                .map(|s| {
+                    let range = s.first..s.first + s.len;
+                    Completion {
+                        logp: &current[s.view][range.clone()],
+                        old_logp: &old[s.view][range.clone()],
+                        ref_logp: reference_lp.as_ref().map(|r| &r[s.view][range]),
+                        advantage: advantage_of(s),
+                    }
+                })
+                .collect();
+            let loss = policy_loss(&completions, &cfg.loss);
+            // The NLL weighted by −∂L/∂logp has the surrogate's gradient.
+            let mut weighted: Vec<TrainingView> = views.clone();
+            for (v, view) in weighted.iter_mut().enumerate() {
+                let mut w = vec![0.0f32; view.len()];
+                let trained: Vec<usize> = (0..view.len())
+                    .filter(|&t| view.loss_mask[t] == 1)
+                    .collect();
+                for (s, g) in spans.iter().zip(&loss.grad).filter(|(s, _)| s.view == v) {
+                    for (k, d) in g.iter().enumerate() {
+                        w[trained[s.first + k]] = -(*d as f32);
+                    }
+                }
+                view.weights = Some(w);
+            }
+            weighted.retain(|v| {
+                v.weights
+                    .as_ref()
+                    .is_some_and(|w| w.iter().any(|&x| x != 0.0))
+            });
+            let grad_norm = if weighted.is_empty() {
+                0.0
+            } else {
+                let micro: Vec<BatchTensors<B>> = bucket_shared(&weighted, cfg.batch_tokens)
+                    .iter()
+                    .map(|rows| {
+                        let refs: Vec<&TrainingView> = rows.iter().map(|&i| &weighted[i]).collect();
+                        to_tensors::<B>(&refs, pad, true, device)
+                    })
+                    .collect::<Result<_>>()?;
+                let count = micro.len();
+                let (_, mut buffer) = step_gradients(&model, micro, |m, b| {
+                    micro_batch_loss(m, b, 1.0, aux_coef, count, 0.0)
+                })?;
+                let norm = if cfg.max_grad_norm > 0.0 {
+                    buffer.clip(cfg.max_grad_norm)
+                } else {
+                    buffer.norm()
+                };
+                model = opt.step::<B, _>(model, lr, &mut buffer);
+                norm
+            };
+            last = Some((loss, grad_norm));
+        }
+        let update_s = clock.elapsed().as_secs_f64();
+        state.step += 1;
+        state.tokens += views.iter().map(|v| v.len() as u64).sum::<u64>();
+
+        let (loss, grad_norm) = last.expect("num_iterations is at least 1");
+        let mut record = json!({
+            "step": state.step, "learning_rate": lr, "loss": loss.loss, "grad_norm": grad_norm,
+            "kl": loss.kl, "entropy": mean(&entropy),
+            "clip_ratio/low_mean": loss.clip_ratio_low, "clip_ratio/high_mean": loss.clip_ratio_high,
+            "clip_ratio/region_mean": loss.clip_ratio_region,
+            "frac_reward_zero_std/tool": tool_adv.frac_reward_zero_std,
+            "frac_reward_zero_std/reply": reply_adv.frac_reward_zero_std,
+            "reward_std/tool": tool_adv.reward_std, "reward_std/reply": reply_adv.reward_std,
+            "completions/mean_length": loss.tokens as f64 / spans.len().max(1) as f64,
+            "completions": spans.len(), "episodes": episodes.len(), "skipped_views": skipped,
+            "right_tool": mean(&episodes.iter().filter_map(|t| right_tool(t)).map(|r| f64::from(u8::from(r))).collect::<Vec<_>>()),
+            "time/rollout_s": rollout_s, "time/scoring_s": scoring_s, "time/update_s": update_s,
+        });
+        let obj = record.as_object_mut().expect("a json object");
+        let mut total = Vec::new();
+        for name in TOOL_REWARDS.iter().chain(&REPLY_REWARDS) {
+            let values: Vec<f64> = episodes
+                .iter()
+                .filter_map(|t| reward(&t.scores, name))
+                .collect();
+            obj.insert(format!("rewards/{name}/mean"), json!(mean(&values)));
+        }
+        for t in &episodes {
+            let present: Vec<f64> = TOOL_REWARDS
+                .iter()
+                .chain(&REPLY_REWARDS)
+                .filter_map(|n| reward(&t.scores, n))
+                .collect();
+            total.push(mean(&present));
+        }
+        obj.insert("reward".into(), json!(mean(&total)));
+        log.write(&record)?;
+        // One file per step: a resumed run rewrites the steps it replays instead of appending twice.
+        let mut w = JsonlWriter::create(
+            &rollouts
+                .join(format!("step-{:06}.jsonl", state.step))
+                .to_string_lossy(),
+        )?;
+        for t in &episodes {
+            w.write(*t)?;
+        }
+        w.finish()?;
+        pb.set_position(state.step as u64);
+        pb.set_message(format!(
+            "reward {:.3} right tool {}",
+            mean(&total),
+            fmt(&record["right_tool"])
+        ));
+        if state.step < cfg.max_steps && cfg.save_steps > 0 && state.step % cfg.save_steps == 0 {
+            state.metrics_lines = log.lines();
+            checkpoint::save(
+                &inputs.out.join(checkpoint::dir_name(state.step)),
+                &model,
+                inputs.tokenizer_dir,
+                &opt,
+                &state,
+            )?;
+        }
+    }
+    pb.finish_and_clear();
+    state.metrics_lines = log.lines();
+    let ckpt = inputs.out.join(checkpoint::dir_name(state.step));
+    if !ckpt.exists() {
+        checkpoint::save(&ckpt, &model, inputs.tokenizer_dir, &opt, &state)?;
+    }
+    metrics::plot(
+        &metrics_path,
+        &inputs.out.join("reward.svg"),
+        &[
+            ("reward", "reward"),
+            ("right tool", "right_tool"),
+            ("tool rationality", "rewards/tool_rationality/mean"),
+            ("skill selection", "rewards/skill_selection/mean"),
+            ("accuracy", "rewards/accuracy/mean"),
+            ("effectiveness", "rewards/effectiveness/mean"),
+            ("kl", "kl"),
+            ("clip ratio", "clip_ratio/region_mean"),
+        ],
+    )?;
+    Ok(ckpt)
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+fn fmt(v: &Value) -> String {
+    v.as_f64().map_or("-".into(), |x| format!("{x:.3}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::train::view::Segment;
+
+    /// A view laid out as the view builder lays out system, call, tool result + hook feedback, a
+    /// rejected attempt (weight 0: context), the retried call and the reply.
+    #[test]
+    fn completions_are_the_trained_tokens_of_each_policy_turn() {
+        let seg = |start, end, message, kind| Segment {
+            start,
+            end,
+            message,
+            kind,
+        };
+        let mut loss_mask = vec![0u8; 24];
+        for t in (3..6).chain(12..15).chain(18..22) {
+            loss_mask[t] = 1;
+        }
+        let view = TrainingView {
+            id: "r".into(),
+            tokens: (0..24).collect(),
+            loss_mask,
+            segments: vec![
+                seg(0, 3, 0, SegmentKind::Context),
+                seg(3, 7, 1, SegmentKind::ToolCall),
+                seg(7, 12, 2, SegmentKind::Context),
+                seg(12, 16, 4, SegmentKind::ToolCall),
+                seg(16, 18, 5, SegmentKind::Context),
+                seg(18, 23, 6, SegmentKind::Reply),
+                seg(23, 24, 6, SegmentKind::Context),
+            ],
+            weights: None,
+        };
+        let spans = spans_of(7, &view, 3);
+        let got: Vec<(usize, usize, SegmentKind)> =
+            spans.iter().map(|s| (s.first, s.len, s.kind)).collect();
+        assert_eq!(
+            got,
+            [
+                (0, 3, SegmentKind::ToolCall),
+                (3, 3, SegmentKind::ToolCall),
+                (6, 4, SegmentKind::Reply)
+            ]
+        );
+        assert!(spans.iter().all(|s| s.view == 7 && s.episode == 3));
+    }
+}
