@@ -27,7 +27,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare serve replay replay-set loadtest openai-client-test
+.PHONY: run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare rl serve replay replay-set loadtest openai-client-test
 
 build:
 	$(CARGO) build --release --bins
@@ -152,6 +152,34 @@ compare: build distill-data distill-base
 	$(TD) probe --model fixed=$(call newest,$(COMPARE)/fixed) --model hsa=$(call newest,$(COMPARE)/hsa) \
 		--records primary=$(DISTILL)/teacher.primary.jsonl --records heldout=$(DISTILL)/teacher.heldout.jsonl \
 		--records phrasings=$(DISTILL)/teacher.phrasings.jsonl --summary $(COMPARE)/probe.json | tee $(COMPARE)/table.md
+
+# HSA-RL of the distilled default (`grpo-train`): groups of RL_GENERATIONS episodes per task, played by the
+# policy itself under the original harness or one of 8 train-pool HSA variants (drawn per task) with tool
+# faults on, rewarded by the verifiable judge (tool turns and reply turns as separate groups), token-level
+# GRPO with DAPO's loss. Then the SFT model and the RL model play the same held-out primary tasks under the
+# original harness and under the held-out (eval-pool) variants, faults on, with the paired test.
+# RL_INIT: the policy to start from (default: the newest HSA-SFT checkpoint of `make distill`).
+RL := $(OUT)/rl
+RL_STEPS ?= 30
+RL_GENERATIONS ?= 4
+RL_TASKS_PER_STEP ?= 8
+RL_LR ?= 1e-4
+RL_EVAL_TASKS ?= 200
+RL_INIT ?= $(call newest,$(DISTILL)/model)
+
+rl: build
+	@mkdir -p $(RL)
+	$(HAT) sim tasks --n 2000 --split train --viewers-per-room 16 --seed $$(($(SEED) + 2)) $(CATALOG) -o $(RL)/tasks.jsonl
+	rm -rf $(RL)/variants
+	$(BIN)/hsa-augment --harness $(HARNESS) --out $(RL)/variants --n 8 --pool train --seed $(SEED)
+	$(BIN)/grpo-train --model $(RL_INIT) --tasks $(RL)/tasks.jsonl --harness $(HARNESS) \
+		$$(for d in $(RL)/variants/variant-*; do echo --harness $$d; done) --faults $(FAULTS) $(CATALOG) \
+		--max-steps $(RL_STEPS) --num-generations $(RL_GENERATIONS) --tasks-per-step $(RL_TASKS_PER_STEP) \
+		--learning-rate $(RL_LR) --seed $(SEED) --out $(RL)/model --overwrite-output-dir
+	$(TD) eval --model sft=$(RL_INIT) --model rl=$(call newest,$(RL)/model) --set original=$(HARNESS) \
+		--set heldout=$$(ls -d $(DISTILL)/heldout/variant-* | paste -sd,) --tasks $(DISTILL)/tasks.primary.jsonl \
+		--n $(RL_EVAL_TASKS) --faults $(FAULTS) --seed $(SEED) $(CATALOG) --episodes $(RL)/eval.jsonl \
+		--summary $(RL)/eval.json | tee $(RL)/eval.md
 
 # `cargo test` has already built the debug binaries and examples, so the examples run on those
 # (PROFILE=debug) instead of paying for a second, release build in CI.

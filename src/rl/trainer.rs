@@ -385,7 +385,6 @@ where
             "time/rollout_s": rollout_s, "time/scoring_s": scoring_s, "time/update_s": update_s,
         });
         let obj = record.as_object_mut().expect("a json object");
-        let mut total = Vec::new();
         for name in TOOL_REWARDS.iter().chain(&REPLY_REWARDS) {
             let values: Vec<f64> = episodes
                 .iter()
@@ -393,14 +392,21 @@ where
                 .collect();
             obj.insert(format!("rewards/{name}/mean"), json!(mean(&values)));
         }
-        for t in &episodes {
-            let present: Vec<f64> = TOOL_REWARDS
+        // TRL's `reward`: the weighted sum of an episode's rewards, averaged over episodes.
+        let weighted = |names: &[&str], weights: &[f64], t: &Trajectory| -> f64 {
+            names
                 .iter()
-                .chain(&REPLY_REWARDS)
-                .filter_map(|n| reward(&t.scores, n))
-                .collect();
-            total.push(mean(&present));
-        }
+                .zip(weights)
+                .filter_map(|(n, w)| reward(&t.scores, n).map(|r| r * w))
+                .sum()
+        };
+        let total: Vec<f64> = episodes
+            .iter()
+            .map(|t| {
+                weighted(&TOOL_REWARDS, &cfg.tool_advantage.weights, t)
+                    + weighted(&REPLY_REWARDS, &cfg.reply_advantage.weights, t)
+            })
+            .collect();
         obj.insert("reward".into(), json!(mean(&total)));
         log.write(&record)?;
         // One file per step: a resumed run rewrites the steps it replays instead of appending twice.
@@ -415,8 +421,8 @@ where
         w.finish()?;
         pb.set_position(state.step as u64);
         pb.set_message(format!(
-            "reward {:.3} right tool {}",
-            mean(&total),
+            "reward {} right tool {}",
+            fmt(&record["reward"]),
             fmt(&record["right_tool"])
         ));
         if state.step < cfg.max_steps && cfg.save_steps > 0 && state.step % cfg.save_steps == 0 {
@@ -453,8 +459,9 @@ where
     Ok(ckpt)
 }
 
-fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len().max(1) as f64
+/// The mean, `None` (null in the metrics) for no values.
+fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
 fn fmt(v: &Value) -> String {
