@@ -128,3 +128,301 @@ fn grpo_and_gdpo_advantages_match_pytorch() {
         }
     }
 }
+
+mod end_to_end {
+    use std::path::Path;
+    use std::sync::atomic::AtomicBool;
+
+    use burn::backend::{Autodiff, NdArray};
+    use hat::agent::{Agent, SimEnv};
+    use hat::eval::rollout::load_harness;
+    use hat::model::presets::preset;
+    use hat::model::CausalLm;
+    use hat::rl::advantage::{AdvantageConfig, Aggregation, ScaleRewards};
+    use hat::rl::policy_loss::{ImportanceSamplingLevel, LossType, PolicyLossConfig};
+    use hat::rl::trainer::{train, GrpoConfig, RunInputs, REPLY_REWARDS, TOOL_REWARDS};
+    use hat::rl::update::{logprobs, spans_of, update, Batch, UpdateConfig};
+    use hat::sim::catalog::{Catalog, Split};
+    use hat::sim::faults::FaultPlan;
+    use hat::sim::tasks::{generate, TaskConfig};
+    use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
+    use hat::train::optim::{AdamW, AdamWConfig};
+    use hat::train::view::SegmentKind;
+    use hat::train::view::ViewBuilder;
+    use serde_json::Value;
+
+    type B = Autodiff<NdArray<f32>>;
+
+    /// A random `tiny` policy with a BPE tokenizer trained on the harness's own files and the tasks, so
+    /// the system prompt takes a few thousand tokens, not tens of thousands.
+    fn policy_dir(
+        harness: &hat::harness::Harness,
+        tasks: &[hat::record::Trajectory],
+    ) -> tempfile::TempDir {
+        let mut corpus: Vec<String> = tasks
+            .iter()
+            .flat_map(|t| t.messages.iter().map(|m| m.text_content()))
+            .collect();
+        corpus.extend(
+            harness
+                .tools()
+                .iter()
+                .map(|t| serde_json::to_string(t).unwrap()),
+        );
+        let mut pending = vec![std::path::PathBuf::from("harness-samples/taolive")];
+        while let Some(p) = pending.pop() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else if let Ok(text) = std::fs::read_to_string(&path) {
+                    corpus.extend(text.lines().map(str::to_string));
+                }
+            }
+        }
+        let tok = train_bpe(
+            corpus,
+            &TrainOptions {
+                vocab_size: 2000,
+                min_frequency: 2,
+            },
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        save_hf(&tok, dir.path(), QWEN3_CHAT_TEMPLATE, 8192).unwrap();
+        let mut cfg = preset("tiny", Some(tok.get_vocab_size(true))).unwrap();
+        // A tokenizer this small spends ~8k tokens on the harness's system prompt and tools.
+        cfg.max_position_embeddings = 16384;
+        let m = CausalLm::<NdArray<f32>>::init(&cfg, 3, &Default::default()).unwrap();
+        hat::model::io::checkpoint::save(&m, dir.path(), Default::default()).unwrap();
+        dir
+    }
+
+    fn config(max_steps: usize) -> GrpoConfig {
+        let advantage = |n: usize| AdvantageConfig {
+            aggregation: Aggregation::NormalizeThenSum,
+            scale_rewards: ScaleRewards::Group,
+            weights: vec![1.0; n],
+            epsilon: 1e-4,
+        };
+        GrpoConfig {
+            max_steps,
+            learning_rate: 1e-3,
+            warmup_steps: 0,
+            adamw: AdamWConfig::default(),
+            max_grad_norm: 1.0,
+            seed: 5,
+            batch_tokens: 8192,
+            num_generations: 2,
+            tasks_per_step: 2,
+            num_iterations: 2,
+            tool_advantage: advantage(TOOL_REWARDS.len()),
+            reply_advantage: advantage(REPLY_REWARDS.len()),
+            loss: PolicyLossConfig {
+                epsilon: 0.2,
+                epsilon_high: 0.28,
+                importance_sampling_level: ImportanceSamplingLevel::Token,
+                loss_type: LossType::Dapo,
+                beta: 0.0,
+                max_completion_length: 12,
+            },
+            save_steps: 1,
+            router_aux_loss_coef: None,
+        }
+    }
+
+    fn metrics(out: &Path) -> Vec<Value> {
+        std::fs::read_to_string(out.join("metrics.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).unwrap();
+                // Wall-clock times differ between runs; everything else must not.
+                v.as_object_mut()
+                    .unwrap()
+                    .retain(|k, _| !k.starts_with("time/"));
+                v
+            })
+            .collect()
+    }
+
+    /// Two GRPO steps of a random policy in the simulator with faults, then the same run resumed from
+    /// its step-1 checkpoint: the episodes are judged and written, the metrics carry TRL's names, and
+    /// the resumed run reproduces step 2 exactly (task and harness draws, sampling, judging). A random
+    /// policy earns the same rewards within a group, so no update happens here: that the update follows
+    /// the advantages is `the_update_follows_the_advantages`.
+    #[test]
+    fn grpo_trains_in_the_simulator_and_resumes_exactly() {
+        let harness_dir = Path::new("harness-samples/taolive");
+        let (harness, names) = load_harness(harness_dir).unwrap();
+        let catalog = Catalog::generate(7, 40);
+        let tasks = generate(&catalog, &TaskConfig::new(Split::Train, 3), 8).unwrap();
+        let dir = policy_dir(&harness, &tasks);
+        let agents = vec![("taolive".to_string(), Agent::new(&harness, names).unwrap())];
+        let faults: FaultPlan = "timeout=0.2".parse().unwrap();
+        let env = SimEnv {
+            catalog: &catalog,
+            faults: &faults,
+            seed: 11,
+        };
+        let views = ViewBuilder::from_dir(dir.path()).unwrap();
+        let run = |out: &Path, resume: bool| {
+            let inputs = RunInputs {
+                tasks: &tasks,
+                agents: &agents,
+                env: &env,
+                views: &views,
+                tokenizer_dir: dir.path(),
+                out,
+                concurrency: 1,
+            };
+            let model = CausalLm::<B>::load(dir.path(), &Default::default()).unwrap();
+            train::<B>(
+                &config(2),
+                model,
+                None,
+                &inputs,
+                resume,
+                &AtomicBool::new(false),
+                &Default::default(),
+            )
+            .unwrap()
+        };
+        let whole = tempfile::tempdir().unwrap();
+        let last = run(whole.path(), false);
+        assert!(last.ends_with("checkpoint-000002"));
+        let m = metrics(whole.path());
+        assert_eq!(m.len(), 2);
+        for key in [
+            "reward",
+            "rewards/accuracy/mean",
+            "frac_reward_zero_std/tool",
+            "clip_ratio/region_mean",
+            "entropy",
+            "completions/mean_length",
+            "grad_norm",
+        ] {
+            assert!(m[1].get(key).is_some(), "metrics lack {key}: {}", m[1]);
+        }
+        assert_eq!(m[0]["episodes"], 4);
+        let step1 =
+            std::fs::read_to_string(whole.path().join("rollouts/step-000001.jsonl")).unwrap();
+        let episodes: Vec<hat::record::Trajectory> = step1
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(episodes.len(), 4);
+        assert!(episodes
+            .iter()
+            .all(|t| t.scores.accuracy.is_some() && t.meta.contains_key("rl_group")));
+        assert!(whole.path().join("reward.svg").exists());
+
+        let resumed = tempfile::tempdir().unwrap();
+        let from = whole.path().join("checkpoint-000001");
+        let to = resumed.path().join("checkpoint-000001");
+        std::fs::create_dir_all(&to).unwrap();
+        for f in std::fs::read_dir(&from).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+        }
+        std::fs::copy(
+            whole.path().join("metrics.jsonl"),
+            resumed.path().join("metrics.jsonl"),
+        )
+        .unwrap();
+        run(resumed.path(), true);
+        assert_eq!(
+            metrics(resumed.path()),
+            m,
+            "the resumed run's metrics differ from the uninterrupted run's"
+        );
+    }
+
+    /// The update moves probability the way the advantages say: a completion with a positive
+    /// advantage becomes likelier, one with a negative advantage less likely, and only the policy's own
+    /// tokens (not the viewer's or the tool's) are scored.
+    #[test]
+    fn the_update_follows_the_advantages() {
+        let (harness, _) = load_harness(Path::new("harness-samples/taolive")).unwrap();
+        let tasks = generate(
+            &Catalog::generate(7, 40),
+            &TaskConfig::new(Split::Train, 3),
+            8,
+        )
+        .unwrap();
+        let dir = policy_dir(&harness, &tasks);
+        let record = |id: &str, reply: &str| -> hat::record::Trajectory {
+            serde_json::from_value(serde_json::json!({"id": id, "messages": [
+                {"role": "system", "content": "你是直播间主播。"},
+                {"role": "user", "content": "这款还有货吗"},
+                {"role": "assistant", "content": reply}
+            ]}))
+            .unwrap()
+        };
+        let builder = ViewBuilder::from_dir(dir.path()).unwrap();
+        let views = vec![
+            builder
+                .build(&record("good", "宝宝们，这款还有货哦"))
+                .unwrap(),
+            builder.build(&record("bad", "哈哈")).unwrap(),
+        ];
+        let spans: Vec<_> = views
+            .iter()
+            .enumerate()
+            .flat_map(|(i, v)| spans_of(i, v, |_| if i == 0 { 1.0 } else { -1.0 }))
+            .collect();
+        assert_eq!(spans.len(), 2);
+        let device = Default::default();
+        let model = CausalLm::<B>::load(dir.path(), &device).unwrap();
+        let pad = builder.end_of_turn();
+        let total = |m: &CausalLm<NdArray<f32>>| -> Vec<f64> {
+            let (lp, _) = logprobs(m, &views, pad, 4096, &device).unwrap();
+            lp.iter().map(|v| v.iter().sum()).collect()
+        };
+        use burn::module::AutodiffModule;
+        let before = total(&model.valid());
+        let (old, _) = logprobs(&model.valid(), &views, pad, 4096, &device).unwrap();
+        assert_eq!(old[1].len(), views[1].trained_tokens());
+        let loss = PolicyLossConfig {
+            epsilon: 0.2,
+            epsilon_high: 0.28,
+            importance_sampling_level: ImportanceSamplingLevel::Token,
+            loss_type: LossType::Grpo,
+            beta: 0.0,
+            max_completion_length: 16,
+        };
+        let settings = UpdateConfig {
+            loss: &loss,
+            num_iterations: 3,
+            learning_rate: 3e-3,
+            max_grad_norm: 1.0,
+            batch_tokens: 4096,
+            aux_coef: 0.0,
+            pad,
+        };
+        let batch = Batch {
+            views: &views,
+            spans: &spans,
+            old: &old,
+            reference: None,
+        };
+        let mut opt = AdamW::new(AdamWConfig::default());
+        let (model, out, grad_norm) = update(model, &mut opt, &batch, &settings, &device).unwrap();
+        let after = total(&model.valid());
+        assert!(grad_norm > 0.0);
+        assert!(
+            after[0] > before[0] + 0.5,
+            "the good reply: {} → {}",
+            before[0],
+            after[0]
+        );
+        assert!(
+            after[1] < before[1] - 0.5,
+            "the bad reply: {} → {}",
+            before[1],
+            after[1]
+        );
+        // By the third pass the ratios have moved off 1 and some tokens are clipped.
+        assert!(out.clip_ratio_region > 0.0, "{out:?}");
+    }
+}

@@ -5,7 +5,8 @@
 //! advantage.rs    GRPO / GDPO advantages over several rewards (TRL's names and ε, Bessel std)
 //! policy_loss.rs  token / sequence (GSPO) ratios, clipping, loss types, k3 KL: values and ∂L/∂logp
 //! rollout.rs      which tasks and harnesses a step plays; G episodes per task, judged
-//! trainer.rs      the step: rollout → advantages per segment kind → μ weighted-NLL updates; metrics
+//! update.rs       policy turns as spans of a view; μ optimizer steps of the NLL weighted by −∂L/∂logp
+//! trainer.rs      the loop: rollout → judge → advantages per turn kind → update; metrics, checkpoints
 //! cli.rs          `grpo-train` flags
 //! ```
 
@@ -14,3 +15,4 @@ pub mod cli;
 pub mod policy_loss;
 pub mod rollout;
 pub mod trainer;
+pub mod update;

@@ -20,6 +20,9 @@ pub struct Group {
     pub task: usize,
     pub harness: usize,
     pub episodes: Vec<Trajectory>,
+    /// Episodes the policy could not play (a prompt longer than the model's context, say): left out
+    /// of the group rather than scored as failures the policy could learn nothing from.
+    pub errors: Vec<String>,
 }
 
 /// Which tasks and harnesses a step plays, derived from the run seed and the step alone (so a resumed
@@ -95,10 +98,15 @@ where
             task,
             harness,
             episodes: Vec::with_capacity(generations),
+            errors: Vec::new(),
         })
         .collect();
     for ((j, _), t) in jobs.into_iter().zip(played) {
-        groups[j].episodes.push(t?);
+        let t = t?;
+        match t.meta.get("policy_error").and_then(|e| e.as_str()) {
+            Some(e) => groups[j].errors.push(format!("{}: {e}", t.id)),
+            None => groups[j].episodes.push(t),
+        }
     }
     Ok(groups)
 }

@@ -31,20 +31,20 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
 use super::advantage::{advantages, AdvantageConfig, Advantages};
-use super::policy_loss::{policy_loss, Completion, PolicyLoss, PolicyLossConfig};
+use super::policy_loss::PolicyLossConfig;
 use super::rollout::{draws, play_groups, Group};
+use super::update::{logprobs, spans_of, update, Batch, UpdateConfig};
 use crate::agent::{Agent, SimEnv};
 use crate::eval::rollout::right_tool;
 use crate::jsonl::JsonlWriter;
 use crate::model::CausalLm;
 use crate::policy::local::LocalPolicy;
 use crate::record::{Scores, Trajectory};
-use crate::train::batch::{bucket_shared, to_tensors, BatchTensors, Cursor};
+use crate::train::batch::Cursor;
 use crate::train::checkpoint::{self, TrainerState};
 use crate::train::metrics;
 use crate::train::optim::{cosine_with_warmup, AdamW, AdamWConfig};
-use crate::train::trainer::{micro_batch_loss, score_views, step_gradients};
-use crate::train::view::{SegmentKind, TrainingView, ViewBuilder};
+use crate::train::view::{SegmentKind, ViewBuilder};
 
 /// The rewards of tool-calling turns, in the judge's names.
 pub const TOOL_REWARDS: [&str; 2] = ["tool_rationality", "skill_selection"];
@@ -100,39 +100,6 @@ pub struct RunInputs<'a> {
     pub out: &'a Path,
     /// Episodes run at once.
     pub concurrency: usize,
-}
-
-/// A completion's place: view, its trained tokens `first..first + len` in the view's score order, kind.
-#[derive(Debug, Clone, Copy)]
-struct Span {
-    view: usize,
-    first: usize,
-    len: usize,
-    kind: SegmentKind,
-    /// Row in the group-advantage table of its kind (one per episode).
-    episode: usize,
-}
-
-/// The completions of `view` (its tool-call and reply segments), as spans of its trained tokens.
-fn spans_of(view_index: usize, view: &TrainingView, episode: usize) -> Vec<Span> {
-    let trained: Vec<usize> = (0..view.len())
-        .filter(|&t| view.loss_mask[t] == 1)
-        .collect();
-    view.segments
-        .iter()
-        .filter(|s| s.kind != SegmentKind::Context)
-        .filter_map(|s| {
-            let first = trained.iter().position(|&t| t >= s.start && t < s.end)?;
-            let len = trained[first..].iter().take_while(|&&t| t < s.end).count();
-            Some(Span {
-                view: view_index,
-                first,
-                len,
-                kind: s.kind,
-                episode,
-            })
-        })
-        .collect()
 }
 
 /// Group advantages of every episode for the rewards `names`.
@@ -259,118 +226,67 @@ where
             &pool,
         )?;
         let rollout_s = clock.elapsed().as_secs_f64();
+        let errors: Vec<&String> = groups.iter().flat_map(|g| &g.errors).collect();
+        if let Some(first) = errors.first() {
+            pb.suspend(|| {
+                eprintln!(
+                    "grpo-train: step {}: {} episode(s) the policy could not play, left out; first: {first}",
+                    step + 1,
+                    errors.len()
+                )
+            });
+        }
 
         let tool_adv = group_advantages(&groups, &TOOL_REWARDS, &cfg.tool_advantage);
         let reply_adv = group_advantages(&groups, &REPLY_REWARDS, &cfg.reply_advantage);
         let episodes: Vec<&Trajectory> = groups.iter().flat_map(|g| &g.episodes).collect();
-        let (mut views, mut spans, mut skipped) = (Vec::new(), Vec::new(), 0usize);
+        let (mut views, mut spans) = (Vec::new(), Vec::new());
+        let mut skipped: std::collections::BTreeMap<&str, usize> = Default::default();
         for (e, t) in episodes.iter().enumerate() {
             match inputs.views.build(t) {
                 Ok(v) => {
-                    spans.extend(spans_of(views.len(), &v, e));
+                    spans.extend(spans_of(views.len(), &v, |kind| match kind {
+                        SegmentKind::ToolCall => tool_adv.values[e],
+                        _ => reply_adv.values[e],
+                    }));
                     views.push(v);
                 }
-                Err(_) => skipped += 1,
+                Err(why) => *skipped.entry(why.reason()).or_default() += 1,
             }
         }
-        let advantage_of = |s: &Span| match s.kind {
-            SegmentKind::ToolCall => tool_adv.values[s.episode],
-            _ => reply_adv.values[s.episode],
-        };
 
         let clock = Instant::now();
-        let logprobs = |m: &CausalLm<B::InnerBackend>| -> Result<(Vec<Vec<f64>>, Vec<f64>)> {
-            let scores = score_views(m, &views, pad, cfg.batch_tokens, device)?;
-            let entropy: Vec<f64> = scores
-                .iter()
-                .flat_map(|s| s.entropy.iter().map(|&e| f64::from(e)))
-                .collect();
-            Ok((
-                scores
-                    .into_iter()
-                    .map(|s| s.logprobs.into_iter().map(f64::from).collect())
-                    .collect(),
-                entropy,
-            ))
-        };
-        let (old, entropy) = logprobs(&model.valid())?;
+        let (old, entropy) = logprobs(&model.valid(), &views, pad, cfg.batch_tokens, device)?;
         let reference_lp = reference
             .as_ref()
-            .map(&logprobs)
+            .map(|r| logprobs(r, &views, pad, cfg.batch_tokens, device))
             .transpose()?
             .map(|(lp, _)| lp);
         let scoring_s = clock.elapsed().as_secs_f64();
 
         let clock = Instant::now();
         let lr = cosine_with_warmup(cfg.learning_rate, step, cfg.warmup_steps, cfg.max_steps);
-        let mut last: Option<(PolicyLoss, f64)> = None;
-        for iteration in 0..cfg.num_iterations {
-            let current = if iteration == 0 {
-                old.clone()
-            } else {
-                logprobs(&model.valid())?.0
-            };
-            let completions: Vec<Completion> = spans
-                .iter()
-                .map(|s| {
-                    let range = s.first..s.first + s.len;
-                    Completion {
-                        logp: &current[s.view][range.clone()],
-                        old_logp: &old[s.view][range.clone()],
-                        ref_logp: reference_lp.as_ref().map(|r| &r[s.view][range]),
-                        advantage: advantage_of(s),
-                    }
-                })
-                .collect();
-            let loss = policy_loss(&completions, &cfg.loss);
-            // The NLL weighted by −∂L/∂logp has the surrogate's gradient.
-            let mut weighted: Vec<TrainingView> = views.clone();
-            for (v, view) in weighted.iter_mut().enumerate() {
-                let mut w = vec![0.0f32; view.len()];
-                let trained: Vec<usize> = (0..view.len())
-                    .filter(|&t| view.loss_mask[t] == 1)
-                    .collect();
-                for (s, g) in spans.iter().zip(&loss.grad).filter(|(s, _)| s.view == v) {
-                    for (k, d) in g.iter().enumerate() {
-                        w[trained[s.first + k]] = -(*d as f32);
-                    }
-                }
-                view.weights = Some(w);
-            }
-            weighted.retain(|v| {
-                v.weights
-                    .as_ref()
-                    .is_some_and(|w| w.iter().any(|&x| x != 0.0))
-            });
-            let grad_norm = if weighted.is_empty() {
-                0.0
-            } else {
-                let micro: Vec<BatchTensors<B>> = bucket_shared(&weighted, cfg.batch_tokens)
-                    .iter()
-                    .map(|rows| {
-                        let refs: Vec<&TrainingView> = rows.iter().map(|&i| &weighted[i]).collect();
-                        to_tensors::<B>(&refs, pad, true, device)
-                    })
-                    .collect::<Result<_>>()?;
-                let count = micro.len();
-                let (_, mut buffer) = step_gradients(&model, micro, |m, b| {
-                    micro_batch_loss(m, b, 1.0, aux_coef, count, 0.0)
-                })?;
-                let norm = if cfg.max_grad_norm > 0.0 {
-                    buffer.clip(cfg.max_grad_norm)
-                } else {
-                    buffer.norm()
-                };
-                model = opt.step::<B, _>(model, lr, &mut buffer);
-                norm
-            };
-            last = Some((loss, grad_norm));
-        }
+        let batch = Batch {
+            views: &views,
+            spans: &spans,
+            old: &old,
+            reference: reference_lp.as_deref(),
+        };
+        let settings = UpdateConfig {
+            loss: &cfg.loss,
+            num_iterations: cfg.num_iterations,
+            learning_rate: lr,
+            max_grad_norm: cfg.max_grad_norm,
+            batch_tokens: cfg.batch_tokens,
+            aux_coef,
+            pad,
+        };
+        let (updated, loss, grad_norm) = update(model, &mut opt, &batch, &settings, device)?;
+        model = updated;
         let update_s = clock.elapsed().as_secs_f64();
         state.step += 1;
         state.tokens += views.iter().map(|v| v.len() as u64).sum::<u64>();
 
-        let (loss, grad_norm) = last.expect("num_iterations is at least 1");
         let mut record = json!({
             "step": state.step, "learning_rate": lr, "loss": loss.loss, "grad_norm": grad_norm,
             "kl": loss.kl, "entropy": mean(&entropy),
@@ -381,6 +297,7 @@ where
             "reward_std/tool": tool_adv.reward_std, "reward_std/reply": reply_adv.reward_std,
             "completions/mean_length": loss.tokens as f64 / spans.len().max(1) as f64,
             "completions": spans.len(), "episodes": episodes.len(), "skipped_views": skipped,
+            "rollout_errors": errors.len(),
             "right_tool": mean(&episodes.iter().filter_map(|t| right_tool(t)).map(|r| f64::from(u8::from(r))).collect::<Vec<_>>()),
             "time/rollout_s": rollout_s, "time/scoring_s": scoring_s, "time/update_s": update_s,
         });
@@ -466,53 +383,4 @@ fn mean(values: &[f64]) -> Option<f64> {
 
 fn fmt(v: &Value) -> String {
     v.as_f64().map_or("-".into(), |x| format!("{x:.3}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::train::view::Segment;
-
-    /// A view laid out as the view builder lays out system, call, tool result + hook feedback, a
-    /// rejected attempt (weight 0: context), the retried call and the reply.
-    #[test]
-    fn completions_are_the_trained_tokens_of_each_policy_turn() {
-        let seg = |start, end, message, kind| Segment {
-            start,
-            end,
-            message,
-            kind,
-        };
-        let mut loss_mask = vec![0u8; 24];
-        for t in (3..6).chain(12..15).chain(18..22) {
-            loss_mask[t] = 1;
-        }
-        let view = TrainingView {
-            id: "r".into(),
-            tokens: (0..24).collect(),
-            loss_mask,
-            segments: vec![
-                seg(0, 3, 0, SegmentKind::Context),
-                seg(3, 7, 1, SegmentKind::ToolCall),
-                seg(7, 12, 2, SegmentKind::Context),
-                seg(12, 16, 4, SegmentKind::ToolCall),
-                seg(16, 18, 5, SegmentKind::Context),
-                seg(18, 23, 6, SegmentKind::Reply),
-                seg(23, 24, 6, SegmentKind::Context),
-            ],
-            weights: None,
-        };
-        let spans = spans_of(7, &view, 3);
-        let got: Vec<(usize, usize, SegmentKind)> =
-            spans.iter().map(|s| (s.first, s.len, s.kind)).collect();
-        assert_eq!(
-            got,
-            [
-                (0, 3, SegmentKind::ToolCall),
-                (3, 3, SegmentKind::ToolCall),
-                (6, 4, SegmentKind::Reply)
-            ]
-        );
-        assert!(spans.iter().all(|s| s.view == 7 && s.episode == 3));
-    }
 }
