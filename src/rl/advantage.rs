@@ -195,6 +195,7 @@ pub(crate) fn std(values: &[Option<f64>]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::f64::consts::FRAC_1_SQRT_2;
 
     fn cfg(aggregation: Aggregation, scale_rewards: ScaleRewards, dims: usize) -> AdvantageConfig {
         AdvantageConfig {
@@ -237,7 +238,11 @@ mod tests {
             &cfg(Aggregation::SumThenNormalize, ScaleRewards::Group, 2),
         );
         assert!(
-            close(&grpo.values, &[0.7071, -0.7071, 0.7071, -0.7071], 1e-3),
+            close(
+                &grpo.values,
+                &[FRAC_1_SQRT_2, -FRAC_1_SQRT_2, FRAC_1_SQRT_2, -FRAC_1_SQRT_2],
+                1e-3
+            ),
             "{:?}",
             grpo.values
         );
