@@ -539,10 +539,24 @@ impl Agent {
             };
         }
         let canonical = self.names.tool_canonical(name).unwrap_or(name);
-        let out = sandbox.call(canonical, args, turn.rounds as usize);
+        // The sandbox speaks canonical argument keys; its error messages are turned back into this
+        // harness's keys, so the policy is never told about a key its schema does not have.
+        let out = sandbox.call(
+            canonical,
+            &self.names.args_canonical(canonical, args),
+            turn.rounds as usize,
+        );
         turn.latency_ms += out.latency_ms;
         let ok = !out.is_error && out.fault.is_none();
-        (out.content, ok)
+        let content = match self.names.params.get(canonical) {
+            Some(keys) if out.is_error => {
+                let keys: HashMap<String, String> =
+                    keys.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                crate::hsa::text::rename_idents(&out.content, &keys).into_owned()
+            }
+            _ => out.content,
+        };
+        (content, ok)
     }
 
     /// Stop hooks on a final reply: fix it in place, or send feedback for a retry, or refuse it.

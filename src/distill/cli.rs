@@ -94,6 +94,11 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
         bail!("--original-share and --keep-retry-prob are probabilities in [0, 1]");
     }
     let base = Harness::load(&a.harness)?;
+    let mut io = a.io.clone();
+    if let Some(t) = &a.tasks {
+        io.input = t.clone();
+    }
+    let tasks: Vec<Trajectory> = io.records::<Trajectory>()?.collect::<Result<_>>()?;
     let spec = Spec {
         config: match &a.hsa_config {
             Some(p) => HsaConfig::load(p)?,
@@ -101,7 +106,8 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
         },
         selection: Selection::default(),
         pool: a.pool,
-        keep_skills: Default::default(),
+        // No variant may mask a skill one of these tasks needs (the task would be unsolvable).
+        keep_skills: crate::hsa::solvable::needed_skills(&tasks, &Default::default()),
         paraphraser: Default::default(),
     };
     let make_policy = || -> Option<Box<dyn Policy>> {
@@ -135,11 +141,6 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
         .num_threads(a.concurrency)
         .build()
         .context("building the thread pool")?;
-    let mut io = a.io.clone();
-    if let Some(t) = &a.tasks {
-        io.input = t.clone();
-    }
-    let tasks: Vec<Trajectory> = io.records::<Trajectory>()?.collect::<Result<_>>()?;
     let filter = Filter {
         min_accuracy: a.min_accuracy,
         min_effectiveness: a.min_effectiveness,

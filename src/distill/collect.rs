@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use crate::agent::rollout::run_batch;
 use crate::agent::{Agent, SimEnv};
 use crate::harness::Harness;
+use crate::hsa::solvable::masks_needed_skill;
 use crate::hsa::{variant::variant_seed, Spec, Variant};
 use crate::judge::verifiable::{score, TokenCounter};
 use crate::policy::oracle::Oracle;
@@ -39,7 +40,9 @@ pub struct Filter {
 pub struct Summary {
     pub episodes: u64,
     pub kept: u64,
-    /// reason → count (`accuracy_below_threshold`, `effectiveness_below_threshold`, `rollout_error`).
+    /// reason → count (`accuracy_below_threshold`, `effectiveness_below_threshold`, `rollout_error`,
+    /// `variant_masks_needed_skill`: the task was assigned a variant without the skill it needs, and
+    /// was not played, since no policy could solve it).
     pub dropped: BTreeMap<String, u64>,
     /// harness label (`original`, `variant-003`) → kept records.
     pub kept_by_harness: BTreeMap<String, u64>,
@@ -284,8 +287,25 @@ pub fn collect(
         })
         .collect();
     let mut results: Vec<Option<Trajectory>> = vec![None; tasks.len()];
+    let base = settings.first().map(|s| s.agent.harness());
     for (s, setting) in settings.iter().enumerate() {
-        let idx: Vec<usize> = (0..tasks.len()).filter(|&i| which[i] == s).collect();
+        let mut idx: Vec<usize> = (0..tasks.len()).filter(|&i| which[i] == s).collect();
+        if let (Some(base), Some(_)) = (base, &setting.variant) {
+            idx.retain(|&i| {
+                let masked = masks_needed_skill(
+                    &tasks[i],
+                    base,
+                    &Default::default(),
+                    setting.agent.harness(),
+                    setting.agent.names(),
+                );
+                if masked.is_some() {
+                    summary.episodes += 1;
+                    summary.drop("variant_masks_needed_skill");
+                }
+                masked.is_none()
+            });
+        }
         let group: Vec<Trajectory> = idx.iter().map(|&i| tasks[i].clone()).collect();
         for (i, r) in idx.into_iter().zip(run_batch(
             &setting.agent,

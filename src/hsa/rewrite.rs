@@ -181,6 +181,11 @@ struct Prepared {
     record_variant: crate::record::Variant,
     /// Base identifier → variant identifier, tools and skills together.
     rename: HashMap<String, String>,
+    /// Base tool name → (base argument key → variant key).
+    params: HashMap<String, HashMap<String, String>>,
+    /// `rename` plus the renamed argument keys: for text that may mention either (prompt, assistant
+    /// text, feedback, tool errors), but not tool results' data, whose fields are the service's own.
+    text_rename: HashMap<String, String>,
     tools: HashMap<String, Tool>,
     skills: HashSet<String>,
     /// Variant static block texts by block name.
@@ -201,6 +206,16 @@ impl Prepared {
         let mut rename = HashMap::new();
         for (c, s) in variant.names.tools.iter().chain(&variant.names.skills) {
             rename.insert(c.clone(), s.clone());
+        }
+        let params: HashMap<String, HashMap<String, String>> = variant
+            .names
+            .params
+            .iter()
+            .map(|(t, m)| (t.clone(), m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+            .collect();
+        let mut text_rename = rename.clone();
+        for (k, v) in params.values().flatten() {
+            text_rename.insert(k.clone(), v.clone());
         }
         let mut tools = HashMap::new();
         for spec in h.openai_tools() {
@@ -271,6 +286,8 @@ impl Prepared {
             separator: h.pipeline().separator.clone(),
             limits: *h.limits(),
             rename,
+            params,
+            text_rename,
             tools,
             statics,
             feedback,
@@ -588,6 +605,8 @@ impl Augmenter {
             match m.role {
                 Role::Assistant => {
                     for c in &mut m.tool_calls {
+                        let keys = p.params.get(&c.function.name);
+                        rename_arg_keys(&mut c.function, keys);
                         if Some(c.function.name.as_str()) == load_tool {
                             if let Ok(mut args) = c.function.parsed_arguments() {
                                 let renamed = args
@@ -605,9 +624,9 @@ impl Augmenter {
                             c.function.name = new.clone();
                         }
                     }
-                    rename_content(m, &p.rename);
+                    rename_content(m, &p.text_rename);
                     if let Some(rc) = &m.reasoning_content {
-                        if let std::borrow::Cow::Owned(new) = rename_idents(rc, &p.rename) {
+                        if let std::borrow::Cow::Owned(new) = rename_idents(rc, &p.text_rename) {
                             m.reasoning_content = Some(new);
                         }
                     }
@@ -621,6 +640,9 @@ impl Augmenter {
                         .and_then(|skill| p.bodies.get(skill))
                     {
                         Some(body) => m.content = Some(Content::Text(body.clone())),
+                        // An error speaks of the call (its tool and argument keys); a result's
+                        // data fields belong to the service and keep their names.
+                        None if text.starts_with("{\"error\"") => rename_content(m, &p.text_rename),
                         None => rename_content(m, &p.rename),
                     }
                 }
@@ -675,7 +697,7 @@ impl Augmenter {
                 gap = gap.strip_suffix(sep.as_str()).unwrap_or(gap);
             }
             if !gap.is_empty() {
-                unit_text.insert(u, rename_idents(gap, &p.rename).into_owned());
+                unit_text.insert(u, rename_idents(gap, &p.text_rename).into_owned());
             }
             cursor = end;
             prev_static = false;
@@ -730,10 +752,46 @@ pub fn compose(outer: &Names, inner: &Names) -> Names {
         out.retain(|c, s| c != s);
         out
     }
+    // Argument keys compose per tool: canonical key → base key (outer, by canonical tool) then base key
+    // → variant key (inner, by base tool name).
+    let empty = BTreeMap::new();
+    let canonical_tools: BTreeSet<&str> = outer
+        .params
+        .keys()
+        .map(String::as_str)
+        .chain(inner.params.keys().filter_map(|b| outer.tool_canonical(b)))
+        .collect();
+    let params = canonical_tools
+        .into_iter()
+        .filter_map(|c| {
+            let o = outer.params.get(c).unwrap_or(&empty);
+            let i = inner.params.get(outer.tool_surface(c)).unwrap_or(&empty);
+            let m = one(o, i);
+            (!m.is_empty()).then(|| (c.to_string(), m))
+        })
+        .collect();
     Names {
         tools: one(&outer.tools, &inner.tools),
         skills: one(&outer.skills, &inner.skills),
+        params,
     }
+}
+
+/// Renames the argument keys of a call under `keys` (base key → variant key), keeping their order.
+/// Arguments that do not parse stay as they are: there is no key to rename.
+fn rename_arg_keys(call: &mut crate::record::FunctionCall, keys: Option<&HashMap<String, String>>) {
+    let Some(keys) = keys else { return };
+    let Ok(args) = call.parsed_arguments() else {
+        return;
+    };
+    if !args.keys().any(|k| keys.contains_key(k)) {
+        return;
+    }
+    let renamed: serde_json::Map<String, Value> = args
+        .into_iter()
+        .map(|(k, v)| (keys.get(&k).cloned().unwrap_or(k), v))
+        .collect();
+    call.arguments = Value::Object(renamed).to_string();
 }
 
 fn rename_content(m: &mut Message, rename: &HashMap<String, String>) {
@@ -755,7 +813,7 @@ fn rewrite_feedback(m: &mut Message, id: &str, values: &[String], p: &Prepared) 
     }
     let values: Vec<String> = values
         .iter()
-        .map(|v| rename_idents(v, &p.rename).into_owned())
+        .map(|v| rename_idents(v, &p.text_rename).into_owned())
         .collect();
     let text = t.fill(&values);
     if m.role == Role::Tool {
