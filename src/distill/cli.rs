@@ -13,6 +13,7 @@ use super::collect::{self, Filter, Summary};
 use crate::agent::SimEnv;
 use crate::harness::Harness;
 use crate::hsa::{Config as HsaConfig, Pool, Selection, Spec};
+use crate::policy::noise::NoiseRates;
 use crate::jsonl::JsonlArgs;
 use crate::judge::verifiable::TokenCounter;
 use crate::model::config::ModelConfig;
@@ -84,6 +85,10 @@ pub struct CollectArgs {
     /// Write the kept/dropped summary here as JSON.
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
+    /// How often the oracle teacher errs on a first attempt, so hooks fire and it retries (an
+    /// --teacher-url endpoint errs on its own; these apply to the oracle only).
+    #[command(flatten)]
+    pub noise: NoiseRates,
 }
 
 pub fn collect(a: &CollectArgs) -> Result<()> {
@@ -93,6 +98,7 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
     if !(0.0..=1.0).contains(&a.original_share) || !(0.0..=1.0).contains(&a.keep_retry_prob) {
         bail!("--original-share and --keep-retry-prob are probabilities in [0, 1]");
     }
+    a.noise.check()?;
     let base = Harness::load(&a.harness)?;
     let mut io = a.io.clone();
     if let Some(t) = &a.tasks {
@@ -130,6 +136,7 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
         a.seed,
         &variants_dir,
         &make_policy,
+        a.noise,
     )?;
     let catalog = a.catalog.load()?;
     let env = SimEnv {

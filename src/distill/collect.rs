@@ -21,6 +21,7 @@ use crate::harness::Harness;
 use crate::hsa::solvable::masks_needed_skill;
 use crate::hsa::{variant::variant_seed, Spec, Variant};
 use crate::judge::verifiable::{score, TokenCounter};
+use crate::policy::noise::{is_call_rejection, NoiseRates, Noisy};
 use crate::policy::oracle::Oracle;
 use crate::policy::Policy;
 use crate::record::{Message, Role, Trajectory};
@@ -49,6 +50,13 @@ pub struct Summary {
     /// Kept records whose retries were cut to the final attempt / kept in full.
     pub retries_trimmed: u64,
     pub retries_kept_full: u64,
+    /// Over every episode played: hook (`reply_length`, `limit_quantity.sh`) → outcome (`retry`,
+    /// `block`, `fix`) → count.
+    pub hooks_fired: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Kept records whose episode fired a hook (`meta.hooks_fired`), and those of them that still
+    /// carry the hook's feedback after the retry policy (kept in full).
+    pub kept_with_hook: u64,
+    pub kept_with_feedback: u64,
 }
 
 impl Summary {
@@ -77,23 +85,28 @@ impl Summary {
         for (k, v) in &self.kept_by_harness {
             s.push_str(&format!("{:<34} {:>8}\n", format!("kept under {k}"), v));
         }
+        s.push_str(&format!(
+            "{:<34} {:>8}\n{:<34} {:>8}\n",
+            "kept with a fired hook", self.kept_with_hook, "  with its feedback kept", self.kept_with_feedback
+        ));
+        for (hook, kinds) in &self.hooks_fired {
+            for (kind, n) in kinds {
+                s.push_str(&format!("{:<34} {:>8}\n", format!("hook {hook}: {kind}"), n));
+            }
+        }
         s
     }
 }
 
-/// Is this message hook feedback asking for a retry? Within the current turn, user/system messages
-/// come only from hooks; a PreToolUse hook may instead answer through the tool result with an
-/// `invalid_arguments` error.
+/// Is this message the harness rejecting an attempt? Within the current turn, user/system messages
+/// come only from hooks and the runtime's notes; a tool result may instead reject the call itself
+/// (`invalid_arguments` from a PreToolUse hook, `denied` by a command hook, `unknown_tool`).
 fn is_retry_feedback(m: &Message) -> bool {
     match m.role {
         Role::User | Role::System | Role::Developer => true,
         Role::Tool => serde_json::from_str::<Value>(&m.text_content())
             .ok()
-            .and_then(|v| {
-                v["error"]["code"]
-                    .as_str()
-                    .map(|c| c == "invalid_arguments")
-            })
+            .and_then(|v| v["error"]["code"].as_str().map(is_call_rejection))
             .unwrap_or(false),
         Role::Assistant => false,
     }
@@ -168,14 +181,16 @@ pub fn filter(mut traj: Trajectory, f: &Filter, summary: &mut Summary) -> Option
         summary.drop("effectiveness_below_threshold");
         return None;
     }
-    let retries = traj
-        .meta
-        .get("retries")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    // Rejected attempts, whether a hook, the runtime or a refused call sent the teacher back.
+    let start = turn_start(&traj);
+    let retries = traj.messages[start..]
+        .iter()
+        .filter(|m| is_retry_feedback(m))
+        .count();
     if retries > 0 {
         if Rng::derive(f.seed, &format!("keep-retry/{}", traj.id)).chance(f.keep_retry_prob) {
             summary.retries_kept_full += 1;
+            summary.kept_with_feedback += u64::from(traj.meta.contains_key("hooks_fired"));
             let masked = mask_rejected_attempts(&mut traj);
             traj.meta.insert("retry_trajectory".into(), json!("full"));
             traj.meta
@@ -189,6 +204,7 @@ pub fn filter(mut traj: Trajectory, f: &Filter, summary: &mut Summary) -> Option
         }
     }
     summary.kept += 1;
+    summary.kept_with_hook += u64::from(traj.meta.contains_key("hooks_fired"));
     Some(traj)
 }
 
@@ -202,7 +218,7 @@ pub struct Setting {
 }
 
 /// The original harness plus `n` train-pool variants, each with its teacher from `make_policy`
-/// (`None` = the oracle). Variants are written under `dir` (`variant-NNN/`) and loaded back, since
+/// (`None` = the oracle, erring at the `noise` rates). Variants are written under `dir` (`variant-NNN/`) and loaded back, since
 /// command hooks run from a harness directory.
 pub fn settings(
     base: &Harness,
@@ -211,14 +227,22 @@ pub fn settings(
     seed: u64,
     dir: &std::path::Path,
     make_policy: &dyn Fn() -> Option<Box<dyn Policy>>,
+    noise: NoiseRates,
 ) -> Result<Vec<Setting>> {
+    let oracle = |h: &Harness, names: crate::record::Names| -> Box<dyn Policy> {
+        let o = Box::new(Oracle::new(h, names.clone()));
+        if noise == NoiseRates::NONE {
+            return o;
+        }
+        Box::new(Noisy::new(o, h, names, noise, seed))
+    };
     let mut out = Vec::with_capacity(n + 1);
     let names = crate::record::Names::default();
     out.push(Setting {
         label: "original".into(),
         agent: Agent::new(base, names.clone())?,
         variant: None,
-        policy: make_policy().unwrap_or_else(|| Box::new(Oracle::new(base, names))),
+        policy: make_policy().unwrap_or_else(|| oracle(base, names)),
     });
     for i in 0..n {
         let v = Variant::draw(base, spec, variant_seed(seed, i as u64))
@@ -234,8 +258,7 @@ pub fn settings(
         out.push(Setting {
             label,
             agent: Agent::new(&harness, v.names.clone())?,
-            policy: make_policy()
-                .unwrap_or_else(|| Box::new(Oracle::new(&harness, v.names.clone()))),
+            policy: make_policy().unwrap_or_else(|| oracle(&harness, v.names.clone())),
             variant: Some(v),
         });
     }
@@ -322,6 +345,18 @@ pub fn collect(
                     }
                     t.meta
                         .insert("harness_setting".into(), json!(setting.label));
+                    if let Some(Value::Object(fired)) = t.meta.get("hooks_fired") {
+                        for (hook, kinds) in fired {
+                            for (kind, n) in kinds.as_object().into_iter().flatten() {
+                                *summary
+                                    .hooks_fired
+                                    .entry(hook.clone())
+                                    .or_default()
+                                    .entry(kind.clone())
+                                    .or_default() += n.as_u64().unwrap_or(0);
+                            }
+                        }
+                    }
                     score(&mut t, counter);
                     results[i] = Some(t);
                 }

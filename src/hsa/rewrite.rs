@@ -19,6 +19,7 @@ use regex::Regex;
 use serde_json::{json, Value};
 
 use super::hooks::hook_id;
+use crate::agent::runtime::RUNTIME_NOTE;
 use super::prompt::{static_blocks, units};
 use super::text::rename_idents;
 use super::variant::{variant_seed, Spec, Variant};
@@ -313,6 +314,9 @@ struct Needs {
     replies: Vec<String>,
     /// Message index → (hook id, captured values), for the feedback messages found.
     feedback: HashMap<usize, (String, Vec<String>)>,
+    /// Indices of the runtime's own notes (`[tool-call error] …`): renamed like feedback, and not a
+    /// new viewer turn.
+    runtime_notes: HashSet<usize>,
 }
 
 /// Rewrites trajectory records against a pool of variants of one base harness.
@@ -455,6 +459,9 @@ impl Augmenter {
                     if m.tool_calls.is_empty() {
                         needs.replies.push(m.text_content());
                     }
+                }
+                Role::User if i > 0 && m.text_content().starts_with(RUNTIME_NOTE) => {
+                    needs.runtime_notes.insert(i);
                 }
                 Role::User | Role::System | Role::Tool if i > 0 => {
                     if let Some((id, values, p)) = self.match_feedback(m) {
@@ -600,6 +607,10 @@ impl Augmenter {
             }
             if let Some((id, values)) = needs.feedback.get(&i) {
                 rewrite_feedback(m, id, values, p);
+                continue;
+            }
+            if needs.runtime_notes.contains(&i) {
+                rename_content(m, &p.text_rename);
                 continue;
             }
             match m.role {
