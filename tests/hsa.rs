@@ -54,9 +54,14 @@ fn spec(config: Config, ops: &[&str], pool: Pool) -> Spec {
 
 /// The default config with every op's probability raised to 1.
 fn all_on() -> Config {
+    ops_at(1.0)
+}
+
+/// Every op runs with probability `p` (for the parameters, see [`all_on`]).
+fn ops_at(p: f64) -> Config {
     let mut text = String::new();
     for op in OPS {
-        text.push_str(&format!("[ops.{}]\np = 1.0\n", op.name));
+        text.push_str(&format!("[ops.{}]\np = {p}\n", op.name));
         if ["mask_skill", "add_synthetic_skill", "add_noise_skill"].contains(&op.name) {
             text.push_str("max = 2\n");
         }
@@ -913,4 +918,136 @@ fn endpoint_paraphrases_are_validated_cached_and_replayable_offline() {
     assert!(endpoint.hits.load(Ordering::Relaxed) as usize >= served);
     assert_eq!(render(&online.harness), render(&offline.harness));
     assert_eq!(online.harness.hash(), offline.harness.hash());
+}
+
+/// Whole-stream consistency: a stream of noisy-teacher rollouts (hook feedback, runtime notes, refused
+/// calls, tool faults) rewritten under a pool of 20 variants drawn with every op in the mix. In every
+/// copy, no renamed base identifier (tool, skill, argument key) survives where the variant renamed it —
+/// system prompt, tools, call names and arguments, tool errors, skill bodies, assistant text, feedback,
+/// runtime notes — every call that was valid under the base schema is valid under the variant's, and
+/// the turn fits the variant's round limit. 1,000 records × 2 copies take about 3 s in a debug build.
+#[test]
+fn whole_stream_rewrites_leave_no_renamed_base_name_behind() {
+    use hat::hsa::text::idents;
+    use hat::hsa::variant::variant_seed;
+    use hat::policy::noise::{NoiseRates, Noisy};
+    use hat::policy::Policy;
+
+    let catalog = Catalog::generate(7, 60);
+    let base = sample("taolive");
+    let mut cfg = TaskConfig::new(Split::Train, 21);
+    cfg.viewers_per_room = 8;
+    let tasks = tasks::generate(&catalog, &cfg, 1000).unwrap();
+    let noise = NoiseRates {
+        long_reply: 0.1,
+        forbidden_term: 0.08,
+        ungrounded_price: 0.08,
+        over_quantity: 0.5,
+        malformed_args: 0.15,
+        wrong_tool: 0.08,
+    };
+    let agent = Agent::new(&base, Names::default()).unwrap();
+    let teacher: Box<dyn Policy> = Box::new(Noisy::new(
+        Box::new(Oracle::new(&base, Names::default())),
+        &base,
+        Names::default(),
+        noise,
+        5,
+    ));
+    let plan: FaultPlan = "timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03"
+        .parse()
+        .unwrap();
+    let env = SimEnv { catalog: &catalog, faults: &plan, seed: 5 };
+    let records: Vec<Trajectory> = tasks
+        .par_iter()
+        .map(|t| agent.run(teacher.as_ref(), t, &env).unwrap())
+        .collect();
+    let notes = records
+        .iter()
+        .flat_map(|r| &r.messages)
+        .filter(|m| m.text_content().starts_with("[tool-call error]"))
+        .count();
+    assert!(notes > 0, "the stream has runtime notes");
+
+    // Every op on in some variants and off in others; renames touch most names.
+    let mut config = ops_at(0.7);
+    config.ops.rename_tool.share = 0.8;
+    config.ops.rename_skill.share = 0.8;
+    config.ops.rename_params.share = 0.8;
+    let s = spec(config, &[], Pool::Train);
+    let aug = Augmenter::new(&base, &s, 13, 20).unwrap();
+    let variants: HashMap<u64, Variant> = (0..20)
+        .map(|i| {
+            let seed = variant_seed(13, i);
+            (seed, Variant::draw(&base, &s, seed).unwrap())
+        })
+        .collect();
+    let mut ops_seen = BTreeSet::new();
+    let (mut copies, mut rejected, mut renamed_args, mut feedback_checked) = (0, 0, 0, 0);
+    for r in &records {
+        let Ok(out) = aug.augment(r, 2) else {
+            rejected += 1;
+            continue;
+        };
+        for c in &out {
+            copies += 1;
+            let v = &variants[&c.harness.as_ref().unwrap().variant.as_ref().unwrap().seed];
+            ops_seen.extend(v.ops.iter().map(|o| o["op"].as_str().unwrap().to_string()));
+            let names: BTreeSet<&str> = v.names.tools.keys().chain(v.names.skills.keys()).map(String::as_str).collect();
+            let keys: BTreeSet<&str> = v.names.params.values().flat_map(|m| m.keys()).map(String::as_str).collect();
+            let stale = |text: &str, with_keys: bool| -> Option<String> {
+                idents(text)
+                    .find(|i| names.contains(i) || (with_keys && keys.contains(i)))
+                    .map(str::to_string)
+            };
+            let check = |what: &str, text: &str, with_keys: bool| {
+                if let Some(old) = stale(text, with_keys) {
+                    panic!("{}: {what} still says {old:?}: {text}", c.id);
+                }
+            };
+            check("system prompt", &c.messages[0].text_content(), true);
+            check("tools", &serde_json::to_string(&c.tools).unwrap(), true);
+            let start = c.meta["turn_start"].as_u64().unwrap() as usize;
+            let bodies: BTreeSet<String> = v.harness.skills().iter().map(|s| s.body.trim().to_string()).collect();
+            for (i, m) in c.messages.iter().enumerate().skip(1) {
+                let text = m.text_content();
+                match m.role {
+                    Role::Assistant => {
+                        check("assistant text", &text, true);
+                        for call in &m.tool_calls {
+                            check("call name", &call.function.name, false);
+                            let orig = r.messages[i].tool_calls.iter().find(|o| o.id == call.id).unwrap();
+                            let Ok(args) = call.function.parsed_arguments() else { continue };
+                            for k in args.keys() {
+                                check("argument key", k, true);
+                            }
+                            renamed_args += usize::from(args.keys().any(|k| v.names.params.values().any(|m| m.values().any(|n| n == k))));
+                            let (Some(bt), Some(vt)) = (base.tool(&orig.function.name), v.harness.tool(&call.function.name)) else { continue };
+                            let valid = |schema: &Value, a: &str| serde_json::from_str::<Value>(a).is_ok_and(|a| schema_errors(schema, &a).is_empty());
+                            assert_eq!(
+                                valid(&bt.input_schema, &orig.function.arguments),
+                                valid(&vt.input_schema, &call.function.arguments),
+                                "{}: {} {}", c.id, call.function.name, call.function.arguments
+                            );
+                        }
+                    }
+                    Role::Tool if text.starts_with("{\"error\"") || bodies.contains(text.trim()) => check("tool error or skill body", &text, true),
+                    Role::Tool => check("tool result", &text, false),
+                    Role::User | Role::System if i >= start => {
+                        feedback_checked += 1;
+                        check("feedback or runtime note", &text, true);
+                    }
+                    _ => {}
+                }
+            }
+            let rounds = c.messages[start..].iter().filter(|m| m.role == Role::Assistant).count() as u64;
+            assert!(rounds <= v.harness.limits().max_rounds, "{}: {rounds} rounds", c.id);
+        }
+    }
+    eprintln!("{copies} copies of {} records ({rejected} rejected), {renamed_args} calls with renamed keys, {feedback_checked} feedback/notes", records.len());
+    let all: BTreeSet<String> = OPS.iter().map(|o| o.name.to_string()).collect();
+    assert_eq!(ops_seen, all, "every op is in the mix");
+    assert!(copies >= records.len(), "{copies}");
+    assert!(rejected * 20 <= records.len(), "{rejected} records rejected");
+    assert!(renamed_args > 100 && feedback_checked > 50, "{renamed_args} {feedback_checked}");
 }

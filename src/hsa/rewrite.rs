@@ -4,9 +4,10 @@
 //! What changes in a copy: the id (`id#hsa<k>`); `harness` (variant hash, `variant {seed, ops, pool,
 //! base_hash}`, `names`); `tools` (the variant's definitions); the system prompt (static blocks
 //! re-rendered from the variant and put in the variant's block order, context-filled text kept, see
-//! `prompt.rs`); tool-call names and skill names passed to the skill loader; identifiers in assistant
-//! text and tool results; loaded skill bodies; hook feedback messages (re-worded, and re-addressed as
-//! user or system). `task.expected` stays canonical.
+//! `prompt.rs`); tool-call names, argument keys and skill names passed to the skill loader;
+//! identifiers in assistant text and tool results (argument keys only in tool errors: a result's data
+//! fields are the service's own); loaded skill bodies; hook feedback messages (re-worded, and
+//! re-addressed as user or system); the runtime's notes. `task.expected` stays canonical.
 //!
 //! Variants come from a pool drawn once (`Augmenter::new`); each copy takes a pool variant chosen by
 //! hashing (seed, id, k) and skips variants that would contradict the record: a masked skill the record
@@ -184,6 +185,9 @@ struct Prepared {
     rename: HashMap<String, String>,
     /// Base tool name → (base argument key → variant key).
     params: HashMap<String, HashMap<String, String>>,
+    /// Every renamed argument key (base → variant; a key is renamed alike in every tool that takes it),
+    /// for calls of a name the harness refused.
+    param_keys: HashMap<String, String>,
     /// `rename` plus the renamed argument keys: for text that may mention either (prompt, assistant
     /// text, feedback, tool errors), but not tool results' data, whose fields are the service's own.
     text_rename: HashMap<String, String>,
@@ -214,10 +218,13 @@ impl Prepared {
             .iter()
             .map(|(t, m)| (t.clone(), m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
             .collect();
+        let param_keys: HashMap<String, String> = params
+            .values()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let mut text_rename = rename.clone();
-        for (k, v) in params.values().flatten() {
-            text_rename.insert(k.clone(), v.clone());
-        }
+        text_rename.extend(param_keys.clone());
         let mut tools = HashMap::new();
         for spec in h.openai_tools() {
             let tool: Tool = serde_json::from_value(spec)
@@ -288,6 +295,7 @@ impl Prepared {
             limits: *h.limits(),
             rename,
             params,
+            param_keys,
             text_rename,
             tools,
             statics,
@@ -437,6 +445,11 @@ impl Augmenter {
                     for c in &m.tool_calls {
                         calls += 1;
                         let name = &c.function.name;
+                        // A name the harness refused (`unknown_tool`) is invented under any variant:
+                        // it stays as it is, and its error lists the variant's tools once renamed.
+                        if !base.tools.contains(name) && refused_as_unknown(&r.messages[i + 1..], &c.id) {
+                            continue;
+                        }
                         if !base.tools.contains(name) {
                             return Err(Rejection(format!(
                                 "message {i} calls {name:?}, which is not a tool of harness {}",
@@ -616,7 +629,10 @@ impl Augmenter {
             match m.role {
                 Role::Assistant => {
                     for c in &mut m.tool_calls {
-                        let keys = p.params.get(&c.function.name);
+                        let keys = match p.params.get(&c.function.name) {
+                            None if !self.base.tools.contains(&c.function.name) => Some(&p.param_keys),
+                            keys => keys,
+                        };
                         rename_arg_keys(&mut c.function, keys);
                         if Some(c.function.name.as_str()) == load_tool {
                             if let Ok(mut args) = c.function.parsed_arguments() {
@@ -743,6 +759,15 @@ impl Augmenter {
         }
         Ok(parts.join(&p.separator))
     }
+}
+
+/// Whether the tool message answering call `id` (among `after`) is the runtime's `unknown_tool` error.
+fn refused_as_unknown(after: &[Message], id: &str) -> bool {
+    after
+        .iter()
+        .find(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(id))
+        .and_then(|m| serde_json::from_str::<Value>(&m.text_content()).ok())
+        .is_some_and(|v| v.pointer("/error/code") == Some(&json!("unknown_tool")))
 }
 
 /// canonical → variant surface, from canonical → base surface (`outer`) and base → variant (`inner`).
