@@ -36,10 +36,11 @@ run: build
 	@mkdir -p $(OUT)
 	$(HAT) harness validate $(HARNESS)
 	$(HAT) harness render $(HARNESS) > $(OUT)/system_prompt.txt
-	rm -rf $(OUT)/heldout-variants
-	$(BIN)/hsa-augment --harness $(HARNESS) --out $(OUT)/heldout-variants --n 8 --pool eval --seed $(SEED)
 	$(HAT) sim tasks --n $(TRAIN_TASKS) --split train --seed $(SEED) -o $(OUT)/tasks.train.jsonl
 	$(HAT) sim tasks --n $(DEV_TASKS) --split dev --seed $(SEED) -o $(OUT)/tasks.dev.jsonl
+	rm -rf $(OUT)/heldout-variants
+	$(BIN)/hsa-augment --harness $(HARNESS) --out $(OUT)/heldout-variants --n 8 --pool eval --seed $(SEED) \
+		--keep-skills-of $(OUT)/tasks.dev.jsonl
 	$(HAT) sim rollout --harness $(HARNESS) --tasks $(OUT)/tasks.train.jsonl --faults $(FAULTS) -o $(OUT)/teacher.jsonl
 	$(BIN)/hsa-augment --harness $(HARNESS) -i $(OUT)/teacher.jsonl -o $(OUT)/teacher.hsa.jsonl --n 2 --seed $(SEED) \
 		--on-error skip --rejects $(OUT)/teacher.hsa.rejects.jsonl

@@ -218,11 +218,51 @@ pub struct Names {
     pub tools: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub skills: BTreeMap<String, String>,
+    /// Renamed argument keys, per canonical tool id: canonical key → surface key. A tool or key
+    /// missing here keeps its canonical key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl Names {
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty() && self.skills.is_empty()
+        self.tools.is_empty() && self.skills.is_empty() && self.params.is_empty()
+    }
+
+    /// The surface key of argument `key` of canonical tool `tool`.
+    pub fn param_surface<'a>(&'a self, tool: &str, key: &'a str) -> &'a str {
+        self.params
+            .get(tool)
+            .and_then(|m| m.get(key))
+            .map_or(key, String::as_str)
+    }
+
+    /// The canonical key behind surface argument key `key` of canonical tool `tool`; `None` for the
+    /// old key of a renamed argument (it names no argument of this harness).
+    pub fn param_canonical<'a>(&'a self, tool: &str, key: &'a str) -> Option<&'a str> {
+        match self.params.get(tool) {
+            Some(m) => canonical_of(m, key),
+            None => Some(key),
+        }
+    }
+
+    /// `args` of canonical tool `tool` with surface keys turned canonical (what the sandbox and the
+    /// ground truth speak). Unknown keys pass unchanged; the old key of a renamed argument is left out,
+    /// so a call that uses it does not count as passing that argument.
+    pub fn args_canonical(&self, tool: &str, args: &Map<String, Value>) -> Map<String, Value> {
+        if !self.params.contains_key(tool) {
+            return args.clone();
+        }
+        args.iter()
+            .filter_map(|(k, v)| Some((self.param_canonical(tool, k)?.to_string(), v.clone())))
+            .collect()
+    }
+
+    /// `args` of canonical tool `tool` with canonical keys turned into this harness's surface keys.
+    pub fn args_surface(&self, tool: &str, args: &Map<String, Value>) -> Map<String, Value> {
+        args.iter()
+            .map(|(k, v)| (self.param_surface(tool, k).to_string(), v.clone()))
+            .collect()
     }
 
     /// The surface name of a canonical tool id.

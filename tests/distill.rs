@@ -95,3 +95,87 @@ fn keep_probability_is_seeded_and_thresholds_drop_with_reasons() {
     assert_eq!(s.dropped["effectiveness_below_threshold"], 1);
     assert_eq!(s.kept, 0);
 }
+
+/// The teacher noise model end to end: the oracle errs on first attempts, every hook of the sample
+/// harness fires and sends it back, and in each retry trajectory kept in full exactly the rejected
+/// assistant messages carry `"weight": 0` (no loss) while the accepted ones are trained.
+#[test]
+fn a_noisy_teacher_fires_every_hook_and_its_rejected_attempts_take_no_loss() {
+    use hat::agent::SimEnv;
+    use hat::distill::collect::{collect, settings};
+    use hat::harness::Harness;
+    use hat::hsa::solvable::needed_skills;
+    use hat::hsa::{Config, Pool, Selection, Spec};
+    use hat::judge::verifiable::TokenCounter;
+    use hat::policy::noise::{is_call_rejection, NoiseRates};
+    use hat::record::{Message, Names};
+    use hat::sim::catalog::{Catalog, Split};
+    use hat::sim::faults::FaultPlan;
+    use hat::sim::tasks::{generate, TaskConfig};
+
+    let catalog = Catalog::generate(1, 60);
+    let tasks = generate(&catalog, &TaskConfig::new(Split::Train, 5), 300).unwrap();
+    let base = Harness::load(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("harness-samples/taolive"),
+    )
+    .unwrap();
+    let spec = Spec {
+        config: Config::default(),
+        selection: Selection::default(),
+        pool: Pool::Train,
+        keep_skills: needed_skills(&tasks, &Names::default()),
+        paraphraser: Default::default(),
+    };
+    let noise = NoiseRates {
+        long_reply: 0.1,
+        forbidden_term: 0.1,
+        ungrounded_price: 0.1,
+        over_quantity: 0.5,
+        malformed_args: 0.15,
+        wrong_tool: 0.1,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let settings = settings(&base, &spec, 2, 3, dir.path(), &|| None, noise).unwrap();
+    let plan = FaultPlan::default();
+    let env = SimEnv { catalog: &catalog, faults: &plan, seed: 3 };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let mut summary = Summary::default();
+    let kept = collect(
+        &tasks,
+        &settings,
+        &env,
+        &pool,
+        0.5,
+        &Filter { keep_retry_prob: 1.0, ..cfg(1.0) },
+        &TokenCounter::Approximate,
+        &mut summary,
+        &mut |id, e| panic!("{id}: {e:#}"),
+    );
+    for hook in ["reply_length", "banned_terms", "grounded_numbers", "tool_call_json", "limit_quantity.sh"] {
+        assert!(summary.hooks_fired.contains_key(hook), "{hook} never fired: {:?}", summary.hooks_fired);
+    }
+    assert!(summary.kept_with_hook * 20 >= summary.kept, "{summary:?}");
+    let rejection = |m: &Message| match m.role {
+        Role::User | Role::System => true,
+        Role::Tool => serde_json::from_str::<serde_json::Value>(&m.text_content())
+            .ok()
+            .and_then(|v| v["error"]["code"].as_str().map(is_call_rejection))
+            .unwrap_or(false),
+        _ => false,
+    };
+    let mut checked = 0;
+    for t in kept.iter().filter(|t| t.meta.get("retry_trajectory") == Some(&json!("full"))) {
+        let start = t.meta["turn_start"].as_u64().unwrap() as usize;
+        let m = &t.messages;
+        let assistants: Vec<usize> = (start..m.len()).filter(|&i| m[i].role == Role::Assistant).collect();
+        for (k, &i) in assistants.iter().enumerate() {
+            let until = assistants.get(k + 1).copied().unwrap_or(m.len());
+            let rejected = m[i + 1..until].iter().any(|x| rejection(x));
+            assert_eq!(m[i].is_trained(), !rejected, "{} message {i}", t.id);
+        }
+        assert!(m[*assistants.last().unwrap()].is_trained(), "{}: the accepted reply is trained", t.id);
+        assert!(assistants.iter().any(|&i| !m[i].is_trained()), "{}", t.id);
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked} full retry trajectories");
+}

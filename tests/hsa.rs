@@ -11,7 +11,9 @@ use hat::agent::{Agent, SimEnv};
 use hat::harness::hooks::{Hook, OnFail};
 use hat::harness::{Harness, LiveContext};
 use hat::hsa::ops::rename_files;
+use hat::hsa::matchers::drift;
 use hat::hsa::rewrite::compose;
+use hat::hsa::solvable::{masks_needed_skill, needed_skills};
 use hat::hsa::{Augmenter, Config, Dim, Pool, Selection, Spec, Variant, OPS};
 use hat::policy::oracle::Oracle;
 use hat::record::{Names, Role, Trajectory};
@@ -52,9 +54,14 @@ fn spec(config: Config, ops: &[&str], pool: Pool) -> Spec {
 
 /// The default config with every op's probability raised to 1.
 fn all_on() -> Config {
+    ops_at(1.0)
+}
+
+/// Every op runs with probability `p` (for the parameters, see [`all_on`]).
+fn ops_at(p: f64) -> Config {
     let mut text = String::new();
     for op in OPS {
-        text.push_str(&format!("[ops.{}]\np = 1.0\n", op.name));
+        text.push_str(&format!("[ops.{}]\np = {p}\n", op.name));
         if ["mask_skill", "add_synthetic_skill", "add_noise_skill"].contains(&op.name) {
             text.push_str("max = 2\n");
         }
@@ -251,6 +258,14 @@ fn each_op_applies_and_changes_what_it_names() {
         "the catalog shows the new name"
     );
 
+    let v = with_op(&base, "rename_params");
+    assert!(!v.names.params.is_empty());
+    for (tool, keys) in &v.names.params {
+        let params = v.harness.tool(tool).unwrap().parameter_names();
+        for (old, new) in keys {
+            assert!(params.contains(&new.as_str()) && !params.contains(&old.as_str()), "{tool}: {old} → {new}");
+        }
+    }
     let v = with_op(&base, "add_synthetic_skill");
     assert!(v.harness.skills().len() > base.skills().len());
     let v = with_op(&base, "add_noise_skill");
@@ -331,6 +346,98 @@ fn each_op_applies_and_changes_what_it_names() {
     }
 }
 
+/// `rename_params` renames a key in every tool that takes it and wherever the harness mentions it —
+/// schema, `required`, skill bodies, the prompt's literal text — while Jinja expressions that read the
+/// live context keep their field names, so the rendered prompt still carries the product id.
+#[test]
+fn rename_params_follows_every_mention_but_not_template_fields() {
+    let mut config = all_on();
+    config.ops.rename_params.share = 1.0;
+    let base = sample("taolive");
+    let v = Variant::draw(&base, &spec(config, &["rename_params"], Pool::Train), 3).unwrap();
+    let new = &v.names.params["get_product_detail"]["product_id"];
+    for (tool, keys) in &v.names.params {
+        if let Some(k) = keys.get("product_id") {
+            assert_eq!(k, new, "{tool}: one key, one new name");
+        }
+    }
+    let tools_with_it = base
+        .tools()
+        .iter()
+        .filter(|t| t.parameter_names().contains(&"product_id"))
+        .count();
+    assert_eq!(
+        v.names.params.values().filter(|k| k.contains_key("product_id")).count(),
+        tools_with_it
+    );
+    let t = v.harness.tool("create_purchase_link").unwrap();
+    assert_eq!(t.input_schema["required"], serde_json::json!([new]));
+    for skill in v.harness.skills() {
+        let words: Vec<&str> = skill.body.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').collect();
+        assert!(!words.contains(&"product_id"), "{}: {}", skill.name(), skill.body);
+    }
+    assert!(v.harness.skill("purchase-guide").unwrap().body.contains(&format!("create_purchase_link({new}")));
+    // A simulated room: the current product and the queue show their ids under the argument key.
+    let catalog = Catalog::generate(7, 40);
+    let task = dev_tasks(&catalog, 1, None).remove(0);
+    let t0 = task.task.as_ref().unwrap();
+    let room: Room = serde_json::from_value(t0.room.clone()).unwrap();
+    let ctx = LiveContext::from_value(live_context(&catalog, &room, &t0.viewer)).unwrap();
+    let before = base.render_system_prompt(&ctx).unwrap();
+    let after = v.harness.render_system_prompt(&ctx).unwrap();
+    assert!(before.matches("product_id=").count() >= 2, "{before}");
+    assert_eq!(
+        before.matches("product_id=").count(),
+        after.matches(&format!("{new}=")).count()
+    );
+    assert!(!after.contains("product_id="), "{after}");
+    // The load tool's `name` and one-word keys stay.
+    assert!(v.harness.tool("load_skill").unwrap().parameter_names().contains(&"name"));
+    assert!(t.parameter_names().contains(&"quantity"));
+}
+
+/// A regex matcher (`get_(…)`) cannot follow a tool rename by substitution: `rename_tool` pins it to the
+/// new names of the tools it matched, and a variant whose matcher drifted is reported with its field.
+#[test]
+fn regex_hook_matchers_keep_matching_the_same_tools_after_renames() {
+    let mut files = sample("taolive").files().clone();
+    let hooks = files.get_mut("hooks/hooks.json").unwrap();
+    let text = String::from_utf8(hooks.bytes.clone()).unwrap();
+    hooks.bytes = text
+        .replace(r#""matcher": "create_purchase_link""#, r#""matcher": "get_(promotions|product_detail)""#)
+        .into_bytes();
+    let base = Harness::from_files(files).unwrap();
+    assert!(base.validate().is_empty(), "{:?}", base.validate());
+    let mut config = all_on();
+    config.ops.rename_tool.share = 1.0;
+    let s = spec(config, &["rename_tool"], Pool::Train);
+    for seed in 0..5 {
+        let v = Variant::draw(&base, &s, seed).unwrap();
+        assert!(drift(&base, &v.harness, &v.names).is_empty());
+        let group = &v.harness.hooks().events[0].groups[0];
+        for t in v.harness.tools() {
+            let was = ["get_promotions", "get_product_detail"]
+                .iter()
+                .any(|b| v.names.tool_surface(b) == t.name);
+            assert_eq!(group.matches(&t.name), was, "seed {seed}: {}", t.name);
+        }
+        assert!(v.ops[0]["matchers"].is_object(), "{:?}", v.ops);
+        // Undo the pin: the variant is rejected, naming the file and field.
+        let mut files = v.harness.files().clone();
+        let f = files.get_mut("hooks/hooks.json").unwrap();
+        let pinned = group.matcher.clone().unwrap();
+        let text = String::from_utf8(f.bytes.clone()).unwrap();
+        f.bytes = text
+            .replace(&serde_json::to_string(&pinned).unwrap(), r#""get_(promotions|product_detail)""#)
+            .into_bytes();
+        let broken = Harness::from_files(files).unwrap();
+        let problems = drift(&base, &broken, &v.names);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].file, "hooks/hooks.json");
+        assert_eq!(problems[0].field.as_deref(), Some("hooks.PreToolUse[0].matcher"));
+    }
+}
+
 #[test]
 fn dims_select_ops_by_dimension() {
     let base = sample("taolive");
@@ -376,8 +483,10 @@ fn rate(out: &[Trajectory]) -> f64 {
     out.iter().filter(|t| success::check(t).success).count() as f64 / out.len().max(1) as f64
 }
 
-/// Task preservation, measured: the oracle's success on dev tasks under 50 random variants (skipping
-/// pairs where the variant masked the skill the task needs) equals its success under the original.
+/// Task preservation, measured: the oracle's success on dev tasks under 50 random eval-pool variants
+/// equals its success under the original. Variants are drawn keeping the skills the tasks need (as
+/// `teacher-distill collect` and `hsa-augment --keep-skills-of` do), so every (task, variant) pair is
+/// played; a pair whose variant masked a needed skill anyway is counted, and there must be none.
 #[test]
 fn oracle_success_is_unchanged_under_random_variants() {
     let catalog = Catalog::generate(7, 40);
@@ -389,8 +498,9 @@ fn oracle_success_is_unchanged_under_random_variants() {
         let names = base_names(name);
         let tasks = dev_tasks(&catalog, n_tasks, mix);
         let base_rate = rate(&rollouts(&base, names.clone(), &tasks, &catalog));
-        let s = spec(Config::default(), &[], Pool::Eval);
-        let (mut ok, mut total, mut skipped) = (0usize, 0usize, 0usize);
+        let mut s = spec(Config::default(), &[], Pool::Eval);
+        s.keep_skills = needed_skills(&tasks, &names);
+        let (mut ok, mut total, mut masked) = (0usize, 0usize, 0usize);
         for seed in 0..50 {
             let v = Variant::draw(&base, &s, seed).unwrap();
             // Command hooks run from disk.
@@ -403,29 +513,18 @@ fn oracle_success_is_unchanged_under_random_variants() {
                 "the manifest is not part of the harness"
             );
             let vnames = compose(&names, &v.names);
-            let usable: Vec<Trajectory> = tasks
+            masked += tasks
                 .iter()
-                .filter(|t| {
-                    let skill = t
-                        .task
-                        .as_ref()
-                        .and_then(|t| t.expected.as_ref())
-                        .and_then(|e| e.skill.clone());
-                    let needed = skill.map(|s| names.skill_surface(&s).to_string());
-                    needed.is_none_or(|b| {
-                        base.skill(&b).is_none()
-                            || v.harness.skill(v.names.skill_surface(&b)).is_some()
-                    })
-                })
-                .cloned()
-                .collect();
-            skipped += tasks.len() - usable.len();
-            let out = rollouts(&on_disk, vnames, &usable, &catalog);
+                .filter(|t| masks_needed_skill(t, &base, &names, &v.harness, &vnames).is_some())
+                .count();
+            let out = rollouts(&on_disk, vnames, &tasks, &catalog);
             total += out.len();
             ok += out.iter().filter(|t| success::check(t).success).count();
         }
         let variant_rate = ok as f64 / total as f64;
-        eprintln!("{name}: oracle success {base_rate:.4} original, {variant_rate:.4} under 50 variants ({total} episodes, {skipped} skipped for masked skills)");
+        eprintln!("{name}: oracle success {base_rate:.4} original, {variant_rate:.4} under 50 variants ({total} episodes, {masked} pairs with a needed skill masked)");
+        assert_eq!(masked, 0, "{name}: variants masked skills the tasks need");
+        assert_eq!(total, 50 * tasks.len(), "every pair is played");
         assert!(base_rate >= 0.98, "{name}: base {base_rate}");
         assert!(
             variant_rate >= 0.98 && variant_rate >= base_rate - 0.01,
@@ -819,4 +918,136 @@ fn endpoint_paraphrases_are_validated_cached_and_replayable_offline() {
     assert!(endpoint.hits.load(Ordering::Relaxed) as usize >= served);
     assert_eq!(render(&online.harness), render(&offline.harness));
     assert_eq!(online.harness.hash(), offline.harness.hash());
+}
+
+/// Whole-stream consistency: a stream of noisy-teacher rollouts (hook feedback, runtime notes, refused
+/// calls, tool faults) rewritten under a pool of 20 variants drawn with every op in the mix. In every
+/// copy, no renamed base identifier (tool, skill, argument key) survives where the variant renamed it —
+/// system prompt, tools, call names and arguments, tool errors, skill bodies, assistant text, feedback,
+/// runtime notes — every call that was valid under the base schema is valid under the variant's, and
+/// the turn fits the variant's round limit. 1,000 records × 2 copies take about 3 s in a debug build.
+#[test]
+fn whole_stream_rewrites_leave_no_renamed_base_name_behind() {
+    use hat::hsa::text::idents;
+    use hat::hsa::variant::variant_seed;
+    use hat::policy::noise::{NoiseRates, Noisy};
+    use hat::policy::Policy;
+
+    let catalog = Catalog::generate(7, 60);
+    let base = sample("taolive");
+    let mut cfg = TaskConfig::new(Split::Train, 21);
+    cfg.viewers_per_room = 8;
+    let tasks = tasks::generate(&catalog, &cfg, 1000).unwrap();
+    let noise = NoiseRates {
+        long_reply: 0.1,
+        forbidden_term: 0.08,
+        ungrounded_price: 0.08,
+        over_quantity: 0.5,
+        malformed_args: 0.15,
+        wrong_tool: 0.08,
+    };
+    let agent = Agent::new(&base, Names::default()).unwrap();
+    let teacher: Box<dyn Policy> = Box::new(Noisy::new(
+        Box::new(Oracle::new(&base, Names::default())),
+        &base,
+        Names::default(),
+        noise,
+        5,
+    ));
+    let plan: FaultPlan = "timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03"
+        .parse()
+        .unwrap();
+    let env = SimEnv { catalog: &catalog, faults: &plan, seed: 5 };
+    let records: Vec<Trajectory> = tasks
+        .par_iter()
+        .map(|t| agent.run(teacher.as_ref(), t, &env).unwrap())
+        .collect();
+    let notes = records
+        .iter()
+        .flat_map(|r| &r.messages)
+        .filter(|m| m.text_content().starts_with("[tool-call error]"))
+        .count();
+    assert!(notes > 0, "the stream has runtime notes");
+
+    // Every op on in some variants and off in others; renames touch most names.
+    let mut config = ops_at(0.7);
+    config.ops.rename_tool.share = 0.8;
+    config.ops.rename_skill.share = 0.8;
+    config.ops.rename_params.share = 0.8;
+    let s = spec(config, &[], Pool::Train);
+    let aug = Augmenter::new(&base, &s, 13, 20).unwrap();
+    let variants: HashMap<u64, Variant> = (0..20)
+        .map(|i| {
+            let seed = variant_seed(13, i);
+            (seed, Variant::draw(&base, &s, seed).unwrap())
+        })
+        .collect();
+    let mut ops_seen = BTreeSet::new();
+    let (mut copies, mut rejected, mut renamed_args, mut feedback_checked) = (0, 0, 0, 0);
+    for r in &records {
+        let Ok(out) = aug.augment(r, 2) else {
+            rejected += 1;
+            continue;
+        };
+        for c in &out {
+            copies += 1;
+            let v = &variants[&c.harness.as_ref().unwrap().variant.as_ref().unwrap().seed];
+            ops_seen.extend(v.ops.iter().map(|o| o["op"].as_str().unwrap().to_string()));
+            let names: BTreeSet<&str> = v.names.tools.keys().chain(v.names.skills.keys()).map(String::as_str).collect();
+            let keys: BTreeSet<&str> = v.names.params.values().flat_map(|m| m.keys()).map(String::as_str).collect();
+            let stale = |text: &str, with_keys: bool| -> Option<String> {
+                idents(text)
+                    .find(|i| names.contains(i) || (with_keys && keys.contains(i)))
+                    .map(str::to_string)
+            };
+            let check = |what: &str, text: &str, with_keys: bool| {
+                if let Some(old) = stale(text, with_keys) {
+                    panic!("{}: {what} still says {old:?}: {text}", c.id);
+                }
+            };
+            check("system prompt", &c.messages[0].text_content(), true);
+            check("tools", &serde_json::to_string(&c.tools).unwrap(), true);
+            let start = c.meta["turn_start"].as_u64().unwrap() as usize;
+            let bodies: BTreeSet<String> = v.harness.skills().iter().map(|s| s.body.trim().to_string()).collect();
+            for (i, m) in c.messages.iter().enumerate().skip(1) {
+                let text = m.text_content();
+                match m.role {
+                    Role::Assistant => {
+                        check("assistant text", &text, true);
+                        for call in &m.tool_calls {
+                            check("call name", &call.function.name, false);
+                            let orig = r.messages[i].tool_calls.iter().find(|o| o.id == call.id).unwrap();
+                            let Ok(args) = call.function.parsed_arguments() else { continue };
+                            for k in args.keys() {
+                                check("argument key", k, true);
+                            }
+                            renamed_args += usize::from(args.keys().any(|k| v.names.params.values().any(|m| m.values().any(|n| n == k))));
+                            let (Some(bt), Some(vt)) = (base.tool(&orig.function.name), v.harness.tool(&call.function.name)) else { continue };
+                            let valid = |schema: &Value, a: &str| serde_json::from_str::<Value>(a).is_ok_and(|a| schema_errors(schema, &a).is_empty());
+                            assert_eq!(
+                                valid(&bt.input_schema, &orig.function.arguments),
+                                valid(&vt.input_schema, &call.function.arguments),
+                                "{}: {} {}", c.id, call.function.name, call.function.arguments
+                            );
+                        }
+                    }
+                    Role::Tool if text.starts_with("{\"error\"") || bodies.contains(text.trim()) => check("tool error or skill body", &text, true),
+                    Role::Tool => check("tool result", &text, false),
+                    Role::User | Role::System if i >= start => {
+                        feedback_checked += 1;
+                        check("feedback or runtime note", &text, true);
+                    }
+                    _ => {}
+                }
+            }
+            let rounds = c.messages[start..].iter().filter(|m| m.role == Role::Assistant).count() as u64;
+            assert!(rounds <= v.harness.limits().max_rounds, "{}: {rounds} rounds", c.id);
+        }
+    }
+    eprintln!("{copies} copies of {} records ({rejected} rejected), {renamed_args} calls with renamed keys, {feedback_checked} feedback/notes", records.len());
+    let all: BTreeSet<String> = OPS.iter().map(|o| o.name.to_string()).collect();
+    assert_eq!(ops_seen, all, "every op is in the mix");
+    assert!(copies >= records.len(), "{copies}");
+    assert!(rejected * 20 <= records.len(), "{rejected} records rejected");
+    assert!(renamed_args > 100 && feedback_checked > 50, "{renamed_args} {feedback_checked}");
 }

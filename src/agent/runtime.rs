@@ -29,6 +29,11 @@ use crate::sim::tasks::Room;
 /// hooks carry their own `max_retries`); Claude Code's `stop_hook_active` guards the same loop.
 const MAX_COMMAND_STOP_RETRIES: u32 = 2;
 
+/// How the runtime's own messages to the policy begin (a tool call written as text that does not
+/// parse). They sit in the turn like hook feedback; readers that must tell them from a new viewer
+/// message (the limits of a turn, the HSA rewriter) look for this prefix.
+pub const RUNTIME_NOTE: &str = "[tool-call error]";
+
 /// Where a text-form tool call starts, in both formats the harness may name (hermes and qwen3_xml).
 const TOOL_CALL_OPEN: &str = "<tool_call>";
 
@@ -63,6 +68,8 @@ struct Turn {
     retries: u64,
     latency_ms: u64,
     hook_counts: BTreeMap<&'static str, u64>,
+    /// Hooks that did more than allow, by hook (`tool_call_json`, `limit_quantity.sh`) and outcome.
+    fired: BTreeMap<String, BTreeMap<&'static str, u64>>,
     /// Model retries granted so far, per hook id.
     attempts: HashMap<usize, u32>,
     command_stop_retries: u32,
@@ -72,8 +79,17 @@ struct Turn {
 }
 
 impl Turn {
-    fn count(&mut self, what: &'static str) {
+    fn count(&mut self, hook: &hooks::Prepared, what: &'static str) {
         *self.hook_counts.entry(what).or_default() += 1;
+        if what != "allow" {
+            let label = match &hook.kind {
+                Kind::Builtin { hook: b, .. } => b.check.kind().to_string(),
+                Kind::Command { path, .. } => path
+                    .file_name()
+                    .map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned()),
+            };
+            *self.fired.entry(label).or_default().entry(what).or_default() += 1;
+        }
     }
 }
 
@@ -200,7 +216,7 @@ impl Agent {
                     messages.push(msg);
                     messages.push(Message::text(
                         Role::User,
-                        format!("[tool-call error] {problem}"),
+                        format!("{RUNTIME_NOTE} {problem}"),
                     ));
                     continue;
                 }
@@ -256,6 +272,9 @@ impl Agent {
         }
         if !turn.hook_counts.is_empty() {
             meta.insert("hooks".into(), json!(turn.hook_counts));
+        }
+        if !turn.fired.is_empty() {
+            meta.insert("hooks_fired".into(), json!(turn.fired));
         }
         meta.insert(
             "faults".into(),
@@ -332,16 +351,16 @@ impl Agent {
                         self.harness.limits().max_reply_chars,
                         &[],
                     ) else {
-                        turn.count("allow");
+                        turn.count(hook, "allow");
                         continue;
                     };
                     match (b.on_fail, f.fixed) {
                         (OnFail::Fix, Some(fixed)) => {
-                            turn.count("fix");
+                            turn.count(hook, "fix");
                             messages[idx].content = Some(Content::Text(fixed));
                         }
                         _ => {
-                            turn.count("block");
+                            turn.count(hook, "block");
                             return Some(f.reason);
                         }
                     }
@@ -355,10 +374,10 @@ impl Agent {
                                        "cwd": self.cwd(), "permission_mode": "default"});
                     match self.hooks.run_command(path, args, *timeout, &input) {
                         Decision::Block(r) => {
-                            turn.count("block");
+                            turn.count(hook, "block");
                             return Some(r);
                         }
-                        d => self.count_decision(&d, turn),
+                        d => self.count_decision(hook, &d, turn),
                     }
                 }
             }
@@ -373,8 +392,8 @@ impl Agent {
             .unwrap_or_default()
     }
 
-    fn count_decision(&self, d: &Decision, turn: &mut Turn) {
-        turn.count(match d {
+    fn count_decision(&self, hook: &hooks::Prepared, d: &Decision, turn: &mut Turn) {
+        turn.count(hook, match d {
             Decision::Allow => "allow",
             Decision::Modify(_) => "modify",
             Decision::Block(_) => "block",
@@ -436,14 +455,14 @@ impl Agent {
                         v => v.to_string(),
                     };
                     let Some(f) = hooks::check_tool_call(b, &raw, Some(schema)) else {
-                        turn.count("allow");
+                        turn.count(hook, "allow");
                         continue;
                     };
                     let used = turn.attempts.entry(hook.id).or_default();
                     if b.on_fail == OnFail::Retry && *used < b.max_retries {
                         *used += 1;
                         let attempt = *used;
-                        turn.count("retry");
+                        turn.count(hook, "retry");
                         turn.retries += 1;
                         let (role, text) =
                             hooks::feedback(b, &f, Some(name), attempt, FeedbackRole::ToolError);
@@ -455,7 +474,7 @@ impl Agent {
                             }
                         };
                     }
-                    turn.count("block");
+                    turn.count(hook, "block");
                     return error_json(
                         "denied",
                         &format!("call refused by a harness check: {}", f.reason),
@@ -470,7 +489,7 @@ impl Agent {
                                        "tool_input": args, "tool_use_id": call.id, "cwd": self.cwd(),
                                        "permission_mode": "default", "transcript_path": null});
                     let d = self.hooks.run_command(path, cmd_args, *timeout, &input);
-                    self.count_decision(&d, turn);
+                    self.count_decision(hook, &d, turn);
                     match d {
                         Decision::Block(reason) => return error_json("denied", &reason),
                         Decision::Modify(updated) => args = updated,
@@ -504,7 +523,7 @@ impl Agent {
                                    "tool_input": args, "tool_use_id": call.id, "tool_response": content,
                                    "cwd": self.cwd(), "permission_mode": "default"});
                 let d = self.hooks.run_command(path, cmd_args, *timeout, &input);
-                self.count_decision(&d, turn);
+                self.count_decision(hook, &d, turn);
                 // The tool already ran: a block only adds the hook's note for the model.
                 if let Decision::Block(note) = d {
                     content = format!("{content}\n[hook] {note}");
@@ -539,10 +558,24 @@ impl Agent {
             };
         }
         let canonical = self.names.tool_canonical(name).unwrap_or(name);
-        let out = sandbox.call(canonical, args, turn.rounds as usize);
+        // The sandbox speaks canonical argument keys; its error messages are turned back into this
+        // harness's keys, so the policy is never told about a key its schema does not have.
+        let out = sandbox.call(
+            canonical,
+            &self.names.args_canonical(canonical, args),
+            turn.rounds as usize,
+        );
         turn.latency_ms += out.latency_ms;
         let ok = !out.is_error && out.fault.is_none();
-        (out.content, ok)
+        let content = match self.names.params.get(canonical) {
+            Some(keys) if out.is_error => {
+                let keys: HashMap<String, String> =
+                    keys.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                crate::hsa::text::rename_idents(&out.content, &keys).into_owned()
+            }
+            _ => out.content,
+        };
+        (content, ok)
     }
 
     /// Stop hooks on a final reply: fix it in place, or send feedback for a retry, or refuse it.
@@ -568,11 +601,11 @@ impl Agent {
                     };
                     let Some(f) = hooks::check_text(b, banned.as_ref(), &text, max_chars, &sources)
                     else {
-                        turn.count("allow");
+                        turn.count(hook, "allow");
                         continue;
                     };
                     if let (OnFail::Fix, Some(fixed)) = (b.on_fail, &f.fixed) {
-                        turn.count("fix");
+                        turn.count(hook, "fix");
                         text = fixed.clone();
                         if let Some(last) = messages.last_mut() {
                             last.content = Some(Content::Text(text.clone()));
@@ -583,13 +616,13 @@ impl Agent {
                     if b.on_fail == OnFail::Retry && *used < b.max_retries {
                         *used += 1;
                         let attempt = *used;
-                        turn.count("retry");
+                        turn.count(hook, "retry");
                         turn.retries += 1;
                         let (role, fb) = hooks::feedback(b, &f, None, attempt, FeedbackRole::User);
                         messages.push(Message::text(role_of(role), fb));
                         return StopOutcome::Retry;
                     }
-                    turn.count("block");
+                    turn.count(hook, "block");
                     return StopOutcome::Blocked(f.reason);
                 }
                 Kind::Command {
@@ -601,7 +634,7 @@ impl Agent {
                                        "permission_mode": "default",
                                        "stop_hook_active": turn.command_stop_retries > 0, "reply": text});
                     let d = self.hooks.run_command(path, args, *timeout, &input);
-                    self.count_decision(&d, turn);
+                    self.count_decision(hook, &d, turn);
                     if let Decision::Block(reason) = d {
                         if turn.command_stop_retries < MAX_COMMAND_STOP_RETRIES {
                             turn.command_stop_retries += 1;

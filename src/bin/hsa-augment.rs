@@ -13,6 +13,7 @@ use rayon::prelude::*;
 
 use hat::harness::Harness;
 use hat::hsa::paraphraser::Endpoint;
+use hat::hsa::solvable::needed_skills;
 use hat::hsa::variant::{variant_seed, MANIFEST_FILE};
 use hat::hsa::{Augmenter, Config, Dim, Paraphraser, Pool, Selection, Spec, Variant, OPS};
 use hat::jsonl::JsonlArgs;
@@ -75,6 +76,10 @@ struct Cli {
     /// A skill no variant may mask (repeatable), e.g. the skills your tasks need.
     #[arg(long = "keep-skill", value_name = "NAME")]
     keep_skill: Vec<String>,
+    /// Task records (JSONL, repeatable): no variant may mask a skill one of them needs
+    /// (`task.expected.skill`), so every task stays solvable under every variant.
+    #[arg(long = "keep-skills-of", value_name = "FILE")]
+    keep_skills_of: Vec<String>,
     /// Paraphrase through this OpenAI-compatible endpoint (base URL up to `/v1`) instead of the offline
     /// banks; rewrites that drop a number, a `code` span or a template expression fall back to the banks.
     #[arg(long, value_name = "URL")]
@@ -158,11 +163,16 @@ fn run(cli: Cli) -> Result<()> {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
+    let mut keep_skills = cli.keep_skill.iter().cloned().collect::<BTreeSet<_>>();
+    for path in &cli.keep_skills_of {
+        let tasks: Vec<Trajectory> = hat::jsonl::read_all(path)?;
+        keep_skills.extend(needed_skills(&tasks, &Default::default()));
+    }
     let spec = Spec {
         config,
         selection: Selection::new(cli.dims.clone(), cli.ops.clone())?,
         pool: cli.pool,
-        keep_skills: cli.keep_skill.iter().cloned().collect::<BTreeSet<_>>(),
+        keep_skills,
         paraphraser: paraphraser(&cli)?,
     };
     let result = match &cli.out {

@@ -13,6 +13,7 @@ use super::collect::{self, Filter, Summary};
 use crate::agent::SimEnv;
 use crate::harness::Harness;
 use crate::hsa::{Config as HsaConfig, Pool, Selection, Spec};
+use crate::policy::noise::NoiseRates;
 use crate::jsonl::JsonlArgs;
 use crate::judge::verifiable::TokenCounter;
 use crate::model::config::ModelConfig;
@@ -84,6 +85,10 @@ pub struct CollectArgs {
     /// Write the kept/dropped summary here as JSON.
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
+    /// How often the oracle teacher errs on a first attempt, so hooks fire and it retries (an
+    /// --teacher-url endpoint errs on its own; these apply to the oracle only).
+    #[command(flatten)]
+    pub noise: NoiseRates,
 }
 
 pub fn collect(a: &CollectArgs) -> Result<()> {
@@ -93,7 +98,13 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
     if !(0.0..=1.0).contains(&a.original_share) || !(0.0..=1.0).contains(&a.keep_retry_prob) {
         bail!("--original-share and --keep-retry-prob are probabilities in [0, 1]");
     }
+    a.noise.check()?;
     let base = Harness::load(&a.harness)?;
+    let mut io = a.io.clone();
+    if let Some(t) = &a.tasks {
+        io.input = t.clone();
+    }
+    let tasks: Vec<Trajectory> = io.records::<Trajectory>()?.collect::<Result<_>>()?;
     let spec = Spec {
         config: match &a.hsa_config {
             Some(p) => HsaConfig::load(p)?,
@@ -101,7 +112,8 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
         },
         selection: Selection::default(),
         pool: a.pool,
-        keep_skills: Default::default(),
+        // No variant may mask a skill one of these tasks needs (the task would be unsolvable).
+        keep_skills: crate::hsa::solvable::needed_skills(&tasks, &Default::default()),
         paraphraser: Default::default(),
     };
     let make_policy = || -> Option<Box<dyn Policy>> {
@@ -124,6 +136,7 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
         a.seed,
         &variants_dir,
         &make_policy,
+        a.noise,
     )?;
     let catalog = a.catalog.load()?;
     let env = SimEnv {
@@ -135,11 +148,6 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
         .num_threads(a.concurrency)
         .build()
         .context("building the thread pool")?;
-    let mut io = a.io.clone();
-    if let Some(t) = &a.tasks {
-        io.input = t.clone();
-    }
-    let tasks: Vec<Trajectory> = io.records::<Trajectory>()?.collect::<Result<_>>()?;
     let filter = Filter {
         min_accuracy: a.min_accuracy,
         min_effectiveness: a.min_effectiveness,

@@ -18,8 +18,10 @@ use serde_json::{json, Value};
 use crate::agent::rollout::run_batch;
 use crate::agent::{Agent, SimEnv};
 use crate::harness::Harness;
+use crate::hsa::solvable::masks_needed_skill;
 use crate::hsa::{variant::variant_seed, Spec, Variant};
 use crate::judge::verifiable::{score, TokenCounter};
+use crate::policy::noise::{is_call_rejection, NoiseRates, Noisy};
 use crate::policy::oracle::Oracle;
 use crate::policy::Policy;
 use crate::record::{Message, Role, Trajectory};
@@ -39,13 +41,22 @@ pub struct Filter {
 pub struct Summary {
     pub episodes: u64,
     pub kept: u64,
-    /// reason → count (`accuracy_below_threshold`, `effectiveness_below_threshold`, `rollout_error`).
+    /// reason → count (`accuracy_below_threshold`, `effectiveness_below_threshold`, `rollout_error`,
+    /// `variant_masks_needed_skill`: the task was assigned a variant without the skill it needs, and
+    /// was not played, since no policy could solve it).
     pub dropped: BTreeMap<String, u64>,
     /// harness label (`original`, `variant-003`) → kept records.
     pub kept_by_harness: BTreeMap<String, u64>,
     /// Kept records whose retries were cut to the final attempt / kept in full.
     pub retries_trimmed: u64,
     pub retries_kept_full: u64,
+    /// Over every episode played: hook (`reply_length`, `limit_quantity.sh`) → outcome (`retry`,
+    /// `block`, `fix`) → count.
+    pub hooks_fired: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Kept records whose episode fired a hook (`meta.hooks_fired`), and those of them that still
+    /// carry the hook's feedback after the retry policy (kept in full).
+    pub kept_with_hook: u64,
+    pub kept_with_feedback: u64,
 }
 
 impl Summary {
@@ -74,23 +85,28 @@ impl Summary {
         for (k, v) in &self.kept_by_harness {
             s.push_str(&format!("{:<34} {:>8}\n", format!("kept under {k}"), v));
         }
+        s.push_str(&format!(
+            "{:<34} {:>8}\n{:<34} {:>8}\n",
+            "kept with a fired hook", self.kept_with_hook, "  with its feedback kept", self.kept_with_feedback
+        ));
+        for (hook, kinds) in &self.hooks_fired {
+            for (kind, n) in kinds {
+                s.push_str(&format!("{:<34} {:>8}\n", format!("hook {hook}: {kind}"), n));
+            }
+        }
         s
     }
 }
 
-/// Is this message hook feedback asking for a retry? Within the current turn, user/system messages
-/// come only from hooks; a PreToolUse hook may instead answer through the tool result with an
-/// `invalid_arguments` error.
+/// Is this message the harness rejecting an attempt? Within the current turn, user/system messages
+/// come only from hooks and the runtime's notes; a tool result may instead reject the call itself
+/// (`invalid_arguments` from a PreToolUse hook, `denied` by a command hook, `unknown_tool`).
 fn is_retry_feedback(m: &Message) -> bool {
     match m.role {
         Role::User | Role::System | Role::Developer => true,
         Role::Tool => serde_json::from_str::<Value>(&m.text_content())
             .ok()
-            .and_then(|v| {
-                v["error"]["code"]
-                    .as_str()
-                    .map(|c| c == "invalid_arguments")
-            })
+            .and_then(|v| v["error"]["code"].as_str().map(is_call_rejection))
             .unwrap_or(false),
         Role::Assistant => false,
     }
@@ -165,14 +181,16 @@ pub fn filter(mut traj: Trajectory, f: &Filter, summary: &mut Summary) -> Option
         summary.drop("effectiveness_below_threshold");
         return None;
     }
-    let retries = traj
-        .meta
-        .get("retries")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    // Rejected attempts, whether a hook, the runtime or a refused call sent the teacher back.
+    let start = turn_start(&traj);
+    let retries = traj.messages[start..]
+        .iter()
+        .filter(|m| is_retry_feedback(m))
+        .count();
     if retries > 0 {
         if Rng::derive(f.seed, &format!("keep-retry/{}", traj.id)).chance(f.keep_retry_prob) {
             summary.retries_kept_full += 1;
+            summary.kept_with_feedback += u64::from(traj.meta.contains_key("hooks_fired"));
             let masked = mask_rejected_attempts(&mut traj);
             traj.meta.insert("retry_trajectory".into(), json!("full"));
             traj.meta
@@ -186,6 +204,7 @@ pub fn filter(mut traj: Trajectory, f: &Filter, summary: &mut Summary) -> Option
         }
     }
     summary.kept += 1;
+    summary.kept_with_hook += u64::from(traj.meta.contains_key("hooks_fired"));
     Some(traj)
 }
 
@@ -199,7 +218,7 @@ pub struct Setting {
 }
 
 /// The original harness plus `n` train-pool variants, each with its teacher from `make_policy`
-/// (`None` = the oracle). Variants are written under `dir` (`variant-NNN/`) and loaded back, since
+/// (`None` = the oracle, erring at the `noise` rates). Variants are written under `dir` (`variant-NNN/`) and loaded back, since
 /// command hooks run from a harness directory.
 pub fn settings(
     base: &Harness,
@@ -208,14 +227,22 @@ pub fn settings(
     seed: u64,
     dir: &std::path::Path,
     make_policy: &dyn Fn() -> Option<Box<dyn Policy>>,
+    noise: NoiseRates,
 ) -> Result<Vec<Setting>> {
+    let oracle = |h: &Harness, names: crate::record::Names| -> Box<dyn Policy> {
+        let o = Box::new(Oracle::new(h, names.clone()));
+        if noise == NoiseRates::NONE {
+            return o;
+        }
+        Box::new(Noisy::new(o, h, names, noise, seed))
+    };
     let mut out = Vec::with_capacity(n + 1);
     let names = crate::record::Names::default();
     out.push(Setting {
         label: "original".into(),
         agent: Agent::new(base, names.clone())?,
         variant: None,
-        policy: make_policy().unwrap_or_else(|| Box::new(Oracle::new(base, names))),
+        policy: make_policy().unwrap_or_else(|| oracle(base, names)),
     });
     for i in 0..n {
         let v = Variant::draw(base, spec, variant_seed(seed, i as u64))
@@ -231,8 +258,7 @@ pub fn settings(
         out.push(Setting {
             label,
             agent: Agent::new(&harness, v.names.clone())?,
-            policy: make_policy()
-                .unwrap_or_else(|| Box::new(Oracle::new(&harness, v.names.clone()))),
+            policy: make_policy().unwrap_or_else(|| oracle(&harness, v.names.clone())),
             variant: Some(v),
         });
     }
@@ -284,8 +310,25 @@ pub fn collect(
         })
         .collect();
     let mut results: Vec<Option<Trajectory>> = vec![None; tasks.len()];
+    let base = settings.first().map(|s| s.agent.harness());
     for (s, setting) in settings.iter().enumerate() {
-        let idx: Vec<usize> = (0..tasks.len()).filter(|&i| which[i] == s).collect();
+        let mut idx: Vec<usize> = (0..tasks.len()).filter(|&i| which[i] == s).collect();
+        if let (Some(base), Some(_)) = (base, &setting.variant) {
+            idx.retain(|&i| {
+                let masked = masks_needed_skill(
+                    &tasks[i],
+                    base,
+                    &Default::default(),
+                    setting.agent.harness(),
+                    setting.agent.names(),
+                );
+                if masked.is_some() {
+                    summary.episodes += 1;
+                    summary.drop("variant_masks_needed_skill");
+                }
+                masked.is_none()
+            });
+        }
         let group: Vec<Trajectory> = idx.iter().map(|&i| tasks[i].clone()).collect();
         for (i, r) in idx.into_iter().zip(run_batch(
             &setting.agent,
@@ -302,6 +345,18 @@ pub fn collect(
                     }
                     t.meta
                         .insert("harness_setting".into(), json!(setting.label));
+                    if let Some(Value::Object(fired)) = t.meta.get("hooks_fired") {
+                        for (hook, kinds) in fired {
+                            for (kind, n) in kinds.as_object().into_iter().flatten() {
+                                *summary
+                                    .hooks_fired
+                                    .entry(hook.clone())
+                                    .or_default()
+                                    .entry(kind.clone())
+                                    .or_default() += n.as_u64().unwrap_or(0);
+                            }
+                        }
+                    }
                     score(&mut t, counter);
                     results[i] = Some(t);
                 }

@@ -379,6 +379,54 @@ pub const SKILL_MARKERS: Split<&str> = Split {
     eval: &["handbook", "routine", "howto", "kit"],
 };
 
+/// Alternative argument keys for identifier-shaped canonical keys (`rename_params`), as API editors
+/// rename them (`product_id` → `item_id`). Train and eval halves share no key; keys outside this bank
+/// are re-cased instead (camelCase for train, PascalCase for eval, see `naming::param_key`).
+pub const PARAM_KEYS: &[(&str, Split<&str>)] = &[
+    (
+        "product_id",
+        Split {
+            train: &["item_id", "goods_id", "productId", "prod_id"],
+            eval: &["spu_id", "listing_id", "itemCode", "product_ref"],
+        },
+    ),
+    (
+        "sku_id",
+        Split {
+            train: &["variant_id", "skuId", "spec_id"],
+            eval: &["option_id", "sku_code", "variantRef"],
+        },
+    ),
+    (
+        "order_id",
+        Split {
+            train: &["order_no", "orderId", "ord_id"],
+            eval: &["order_number", "order_ref", "tradeId"],
+        },
+    ),
+    (
+        "product_ids",
+        Split {
+            train: &["item_ids", "productIds", "goods_ids"],
+            eval: &["spu_ids", "listing_ids", "itemCodes"],
+        },
+    ),
+    (
+        "max_price",
+        Split {
+            train: &["price_cap", "maxPrice", "price_limit"],
+            eval: &["budget_max", "priceCeiling", "upper_price"],
+        },
+    ),
+    (
+        "pickup_date",
+        Split {
+            train: &["collect_date", "pickupDate"],
+            eval: &["pickup_day", "collectionDate"],
+        },
+    ),
+];
+
 /// Noun abbreviations for the abbreviated naming styles.
 pub const ABBREVIATIONS: &[(&str, &str)] = &[
     ("inventory", "inv"),

@@ -62,6 +62,7 @@ pub struct Ops {
     pub feedback_role: Rewrite,
     pub feedback_wording: Rewrite,
     pub guard_hook: Chance,
+    pub rename_params: Rewrite,
 }
 
 impl Default for Ops {
@@ -99,6 +100,7 @@ impl Default for Ops {
             feedback_role: rw(0.3, 0.5, 1.0),
             feedback_wording: rw(0.5, 0.7, 0.6),
             guard_hook: Chance { p: 0.2 },
+            rename_params: rw(0.4, 0.5, 1.0),
         }
     }
 }
@@ -220,6 +222,7 @@ impl Config {
             ("hook_on_fail", o.hook_on_fail),
             ("feedback_role", o.feedback_role),
             ("feedback_wording", o.feedback_wording),
+            ("rename_params", o.rename_params),
         ] {
             for (field, x) in [("share", v.share), ("rate", v.rate)] {
                 if !(0.0..=1.0).contains(&x) {
@@ -269,6 +272,7 @@ impl Config {
             "feedback_role" => o.feedback_role.p,
             "feedback_wording" => o.feedback_wording.p,
             "guard_hook" => o.guard_hook.p,
+            "rename_params" => o.rename_params.p,
             _ => 0.0,
         }
     }

@@ -39,7 +39,7 @@ fn builtins_mut(config: &mut HooksConfig) -> Vec<(String, HookEvent, &mut Builti
 }
 
 /// Runs `edit` on the harness's hooks and writes them back, keeping the file's other top-level keys.
-fn edit_hooks(
+pub(super) fn edit_hooks(
     cx: &mut Ctx<'_>,
     edit: impl FnOnce(&mut HooksConfig) -> Option<Value>,
 ) -> Result<Option<Value>> {

@@ -7,7 +7,9 @@
 //! Pool disjointness: a tool name holds exactly one verb token and a skill name ends in one marker, and
 //! those token sets differ between the pools, so no name can come out of both.
 
-use super::banks::{ABBREVIATIONS, SKILL_MARKERS, SKILL_WORDS, TOOL_NOUNS, VERB_CLASSES};
+use super::banks::{
+    ABBREVIATIONS, PARAM_KEYS, SKILL_MARKERS, SKILL_WORDS, TOOL_NOUNS, VERB_CLASSES,
+};
 use super::config::Pool;
 use crate::harness::skills::is_valid_skill_name;
 use crate::harness::tools::is_valid_tool_name;
@@ -120,6 +122,29 @@ pub fn skill_name(canonical: &str, pool: Pool, rng: &mut Rng) -> String {
     name
 }
 
+/// Whether argument key `key` may be renamed: an identifier of two or more words (`product_id`,
+/// `maxPrice`). One-word keys (`quantity`, `region`, `name`) are also ordinary words of descriptions
+/// and rules, so renaming them "everywhere they are mentioned" would rewrite prose; the skill loader's
+/// `name` stays fixed for the same reason.
+pub fn is_renamable_param(key: &str) -> bool {
+    words(key).len() >= 2 && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A new key for argument `key`, drawn from `pool`: a bank alternative, or the key re-cased
+/// (camelCase in the train pool, PascalCase in the eval pool) when the bank has none.
+pub fn param_key(key: &str, pool: Pool, rng: &mut Rng) -> String {
+    match PARAM_KEYS.iter().find(|(k, _)| *k == key) {
+        Some((_, alts)) => rng.pick(alts.of(pool)).to_string(),
+        None => join(
+            &words(key),
+            match pool {
+                Pool::Train => Case::Camel,
+                Pool::Eval => Case::Pascal,
+            },
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +154,21 @@ mod tests {
         assert_eq!(words("getProductDetail"), ["get", "product", "detail"]);
         assert_eq!(words("check-inventory_v2"), ["check", "inventory", "v2"]);
         assert_eq!(words("ProdDtl"), ["prod", "dtl"]);
+    }
+
+    #[test]
+    fn param_keys_come_from_their_pool_and_one_word_keys_stay() {
+        assert!(is_renamable_param("product_id") && is_renamable_param("maxPrice"));
+        assert!(!is_renamable_param("quantity") && !is_renamable_param("name"));
+        let mut rng = Rng::new(1);
+        for _ in 0..50 {
+            let t = param_key("product_id", Pool::Train, &mut rng);
+            let e = param_key("product_id", Pool::Eval, &mut rng);
+            assert_ne!(t, e);
+            assert!(is_valid_tool_name(&t) && t != "product_id");
+        }
+        assert_eq!(param_key("pickup_time", Pool::Train, &mut rng), "pickupTime");
+        assert_eq!(param_key("pickup_time", Pool::Eval, &mut rng), "PickupTime");
     }
 
     #[test]

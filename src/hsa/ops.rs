@@ -74,6 +74,9 @@ pub const OPS: &[OpDef] = &[
     OpDef { name: "feedback_role", dim: Dim::Hooks, apply: hooks::feedback_role, summary: "deliver reply-check feedback as a user turn or a system note" },
     OpDef { name: "feedback_wording", dim: Dim::Hooks, apply: hooks::feedback_wording, summary: "reword feedback templates (same variables, same order)" },
     OpDef { name: "guard_hook", dim: Dim::Hooks, apply: hooks::guard_hook, summary: "add an auto-fix hook masking already-forbidden phrases" },
+    // Last, though it renames: an op appended here leaves every earlier op's gate draw, and so every
+    // variant drawn before it existed, unchanged.
+    OpDef { name: "rename_params", dim: Dim::Tools, apply: tools::rename_params, summary: "rename identifier-shaped argument keys (product_id → item_id) in schemas, calls and every mention" },
 ];
 
 /// A variant in the making: the edited file set, the names map, and what the ops need to know.

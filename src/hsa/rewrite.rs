@@ -4,9 +4,10 @@
 //! What changes in a copy: the id (`id#hsa<k>`); `harness` (variant hash, `variant {seed, ops, pool,
 //! base_hash}`, `names`); `tools` (the variant's definitions); the system prompt (static blocks
 //! re-rendered from the variant and put in the variant's block order, context-filled text kept, see
-//! `prompt.rs`); tool-call names and skill names passed to the skill loader; identifiers in assistant
-//! text and tool results; loaded skill bodies; hook feedback messages (re-worded, and re-addressed as
-//! user or system). `task.expected` stays canonical.
+//! `prompt.rs`); tool-call names, argument keys and skill names passed to the skill loader;
+//! identifiers in assistant text and tool results (argument keys only in tool errors: a result's data
+//! fields are the service's own); loaded skill bodies; hook feedback messages (re-worded, and
+//! re-addressed as user or system); the runtime's notes. `task.expected` stays canonical.
 //!
 //! Variants come from a pool drawn once (`Augmenter::new`); each copy takes a pool variant chosen by
 //! hashing (seed, id, k) and skips variants that would contradict the record: a masked skill the record
@@ -19,6 +20,7 @@ use regex::Regex;
 use serde_json::{json, Value};
 
 use super::hooks::hook_id;
+use crate::agent::runtime::RUNTIME_NOTE;
 use super::prompt::{static_blocks, units};
 use super::text::rename_idents;
 use super::variant::{variant_seed, Spec, Variant};
@@ -181,6 +183,14 @@ struct Prepared {
     record_variant: crate::record::Variant,
     /// Base identifier → variant identifier, tools and skills together.
     rename: HashMap<String, String>,
+    /// Base tool name → (base argument key → variant key).
+    params: HashMap<String, HashMap<String, String>>,
+    /// Every renamed argument key (base → variant; a key is renamed alike in every tool that takes it),
+    /// for calls of a name the harness refused.
+    param_keys: HashMap<String, String>,
+    /// `rename` plus the renamed argument keys: for text that may mention either (prompt, assistant
+    /// text, feedback, tool errors), but not tool results' data, whose fields are the service's own.
+    text_rename: HashMap<String, String>,
     tools: HashMap<String, Tool>,
     skills: HashSet<String>,
     /// Variant static block texts by block name.
@@ -202,6 +212,19 @@ impl Prepared {
         for (c, s) in variant.names.tools.iter().chain(&variant.names.skills) {
             rename.insert(c.clone(), s.clone());
         }
+        let params: HashMap<String, HashMap<String, String>> = variant
+            .names
+            .params
+            .iter()
+            .map(|(t, m)| (t.clone(), m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+            .collect();
+        let param_keys: HashMap<String, String> = params
+            .values()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut text_rename = rename.clone();
+        text_rename.extend(param_keys.clone());
         let mut tools = HashMap::new();
         for spec in h.openai_tools() {
             let tool: Tool = serde_json::from_value(spec)
@@ -271,6 +294,9 @@ impl Prepared {
             separator: h.pipeline().separator.clone(),
             limits: *h.limits(),
             rename,
+            params,
+            param_keys,
+            text_rename,
             tools,
             statics,
             feedback,
@@ -296,6 +322,9 @@ struct Needs {
     replies: Vec<String>,
     /// Message index → (hook id, captured values), for the feedback messages found.
     feedback: HashMap<usize, (String, Vec<String>)>,
+    /// Indices of the runtime's own notes (`[tool-call error] …`): renamed like feedback, and not a
+    /// new viewer turn.
+    runtime_notes: HashSet<usize>,
 }
 
 /// Rewrites trajectory records against a pool of variants of one base harness.
@@ -416,6 +445,11 @@ impl Augmenter {
                     for c in &m.tool_calls {
                         calls += 1;
                         let name = &c.function.name;
+                        // A name the harness refused (`unknown_tool`) is invented under any variant:
+                        // it stays as it is, and its error lists the variant's tools once renamed.
+                        if !base.tools.contains(name) && refused_as_unknown(&r.messages[i + 1..], &c.id) {
+                            continue;
+                        }
                         if !base.tools.contains(name) {
                             return Err(Rejection(format!(
                                 "message {i} calls {name:?}, which is not a tool of harness {}",
@@ -438,6 +472,9 @@ impl Augmenter {
                     if m.tool_calls.is_empty() {
                         needs.replies.push(m.text_content());
                     }
+                }
+                Role::User if i > 0 && m.text_content().starts_with(RUNTIME_NOTE) => {
+                    needs.runtime_notes.insert(i);
                 }
                 Role::User | Role::System | Role::Tool if i > 0 => {
                     if let Some((id, values, p)) = self.match_feedback(m) {
@@ -585,9 +622,18 @@ impl Augmenter {
                 rewrite_feedback(m, id, values, p);
                 continue;
             }
+            if needs.runtime_notes.contains(&i) {
+                rename_content(m, &p.text_rename);
+                continue;
+            }
             match m.role {
                 Role::Assistant => {
                     for c in &mut m.tool_calls {
+                        let keys = match p.params.get(&c.function.name) {
+                            None if !self.base.tools.contains(&c.function.name) => Some(&p.param_keys),
+                            keys => keys,
+                        };
+                        rename_arg_keys(&mut c.function, keys);
                         if Some(c.function.name.as_str()) == load_tool {
                             if let Ok(mut args) = c.function.parsed_arguments() {
                                 let renamed = args
@@ -605,9 +651,9 @@ impl Augmenter {
                             c.function.name = new.clone();
                         }
                     }
-                    rename_content(m, &p.rename);
+                    rename_content(m, &p.text_rename);
                     if let Some(rc) = &m.reasoning_content {
-                        if let std::borrow::Cow::Owned(new) = rename_idents(rc, &p.rename) {
+                        if let std::borrow::Cow::Owned(new) = rename_idents(rc, &p.text_rename) {
                             m.reasoning_content = Some(new);
                         }
                     }
@@ -621,6 +667,9 @@ impl Augmenter {
                         .and_then(|skill| p.bodies.get(skill))
                     {
                         Some(body) => m.content = Some(Content::Text(body.clone())),
+                        // An error speaks of the call (its tool and argument keys); a result's
+                        // data fields belong to the service and keep their names.
+                        None if text.starts_with("{\"error\"") => rename_content(m, &p.text_rename),
                         None => rename_content(m, &p.rename),
                     }
                 }
@@ -675,7 +724,7 @@ impl Augmenter {
                 gap = gap.strip_suffix(sep.as_str()).unwrap_or(gap);
             }
             if !gap.is_empty() {
-                unit_text.insert(u, rename_idents(gap, &p.rename).into_owned());
+                unit_text.insert(u, rename_idents(gap, &p.text_rename).into_owned());
             }
             cursor = end;
             prev_static = false;
@@ -712,6 +761,15 @@ impl Augmenter {
     }
 }
 
+/// Whether the tool message answering call `id` (among `after`) is the runtime's `unknown_tool` error.
+fn refused_as_unknown(after: &[Message], id: &str) -> bool {
+    after
+        .iter()
+        .find(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(id))
+        .and_then(|m| serde_json::from_str::<Value>(&m.text_content()).ok())
+        .is_some_and(|v| v.pointer("/error/code") == Some(&json!("unknown_tool")))
+}
+
 /// canonical → variant surface, from canonical → base surface (`outer`) and base → variant (`inner`).
 pub fn compose(outer: &Names, inner: &Names) -> Names {
     fn one(
@@ -730,10 +788,46 @@ pub fn compose(outer: &Names, inner: &Names) -> Names {
         out.retain(|c, s| c != s);
         out
     }
+    // Argument keys compose per tool: canonical key → base key (outer, by canonical tool) then base key
+    // → variant key (inner, by base tool name).
+    let empty = BTreeMap::new();
+    let canonical_tools: BTreeSet<&str> = outer
+        .params
+        .keys()
+        .map(String::as_str)
+        .chain(inner.params.keys().filter_map(|b| outer.tool_canonical(b)))
+        .collect();
+    let params = canonical_tools
+        .into_iter()
+        .filter_map(|c| {
+            let o = outer.params.get(c).unwrap_or(&empty);
+            let i = inner.params.get(outer.tool_surface(c)).unwrap_or(&empty);
+            let m = one(o, i);
+            (!m.is_empty()).then(|| (c.to_string(), m))
+        })
+        .collect();
     Names {
         tools: one(&outer.tools, &inner.tools),
         skills: one(&outer.skills, &inner.skills),
+        params,
     }
+}
+
+/// Renames the argument keys of a call under `keys` (base key → variant key), keeping their order.
+/// Arguments that do not parse stay as they are: there is no key to rename.
+fn rename_arg_keys(call: &mut crate::record::FunctionCall, keys: Option<&HashMap<String, String>>) {
+    let Some(keys) = keys else { return };
+    let Ok(args) = call.parsed_arguments() else {
+        return;
+    };
+    if !args.keys().any(|k| keys.contains_key(k)) {
+        return;
+    }
+    let renamed: serde_json::Map<String, Value> = args
+        .into_iter()
+        .map(|(k, v)| (keys.get(&k).cloned().unwrap_or(k), v))
+        .collect();
+    call.arguments = Value::Object(renamed).to_string();
 }
 
 fn rename_content(m: &mut Message, rename: &HashMap<String, String>) {
@@ -755,7 +849,7 @@ fn rewrite_feedback(m: &mut Message, id: &str, values: &[String], p: &Prepared) 
     }
     let values: Vec<String> = values
         .iter()
-        .map(|v| rename_idents(v, &p.rename).into_owned())
+        .map(|v| rename_idents(v, &p.text_rename).into_owned())
         .collect();
     let text = t.fill(&values);
     if m.role == Role::Tool {

@@ -61,6 +61,33 @@ pub fn rename_idents<'a>(text: &'a str, map: &HashMap<String, String>) -> Cow<'a
     }
 }
 
+/// Like [`rename_idents`], but leaves Jinja expressions, statements and comments alone: a template's
+/// literal text mentions the harness's identifiers, while `{{ product.product_id }}` reads a field of
+/// the live context, which no harness edit renames.
+pub fn rename_idents_outside_jinja<'a>(
+    text: &'a str,
+    map: &HashMap<String, String>,
+) -> Cow<'a, str> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| Regex::new(r"(?s)\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}").expect("static regex"));
+    if map.is_empty() || !text.contains('{') {
+        return rename_idents(text, map);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for m in re.find_iter(text) {
+        out.push_str(&rename_idents(&text[last..m.start()], map));
+        out.push_str(m.as_str());
+        last = m.end();
+    }
+    out.push_str(&rename_idents(&text[last..], map));
+    if out == text {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(out)
+    }
+}
+
 /// Every identifier run in `text` (for collision checks).
 pub fn idents(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !is_ident_char(c))
@@ -147,6 +174,20 @@ fn paraphrase_plain(text: &str, pool: Pool, rate: f64, rng: &mut Rng) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn template_renames_skip_jinja_spans() {
+        let map = HashMap::from([("product_id".to_string(), "item_id".to_string())]);
+        let t = "ID product_id={{ product.product_id }}{# product_id #} `check(product_id)`";
+        assert_eq!(
+            rename_idents_outside_jinja(t, &map),
+            "ID item_id={{ product.product_id }}{# product_id #} `check(item_id)`"
+        );
+        assert!(matches!(
+            rename_idents_outside_jinja("{{ product_id }}", &map),
+            Cow::Borrowed(_)
+        ));
+    }
 
     #[test]
     fn renames_whole_identifiers_in_one_pass() {

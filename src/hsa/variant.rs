@@ -70,7 +70,8 @@ impl Variant {
         }
         let names = cx.names.clone();
         let harness = cx.harness()?.clone();
-        let problems = harness.validate();
+        let mut problems = harness.validate();
+        problems.extend(super::matchers::drift(base, &harness, &names));
         if !problems.is_empty() {
             let list: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
             bail!(

@@ -1,5 +1,5 @@
 //! The oracle teacher: a scripted expert host. It reads the *current* harness — tool and skill surface
-//! names, tool schemas, reply-length limit, round and tool-call budgets — and this turn's tool results,
+//! names, argument keys, tool schemas, reply-length limit, round and tool-call budgets — and this turn's tool results,
 //! and uses the task's hidden ask only to know what the viewer wants. So it behaves correctly under any
 //! renamed or rewritten harness, recovers from tool faults by retrying, and shortens its reply when a
 //! hook says it is too long.
@@ -93,8 +93,11 @@ impl Oracle {
                 return;
             };
             let props = schema.get("properties").and_then(Value::as_object);
+            let args = self
+                .names
+                .args_surface(canonical, args.as_object().unwrap_or(&Map::new()));
             let mut kept = Map::new();
-            for (k, v) in args.as_object().into_iter().flatten() {
+            for (k, v) in &args {
                 if !v.is_null() && props.is_none_or(|p| p.contains_key(k)) {
                     kept.insert(k.clone(), v.clone());
                 }

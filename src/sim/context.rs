@@ -20,13 +20,11 @@ pub fn live_context(catalog: &Catalog, room: &Room, viewer: &Value) -> Value {
         .enumerate()
         .filter_map(|(i, id)| {
             let p = catalog.product(id)?;
+            // The id goes in its own field: the harness's template words it with the tool argument
+            // key (`product_id=…`), so a harness that renames the key shows the new one.
             let title = match lang {
-                super::catalog::Lang::Zh => {
-                    format!("{}号链接 {}（product_id={id}）", i + 1, p.title.zh)
-                }
-                super::catalog::Lang::En => {
-                    format!("link {} {} (product_id={id})", i + 1, p.title.en)
-                }
+                super::catalog::Lang::Zh => format!("{}号链接 {}", i + 1, p.title.zh),
+                super::catalog::Lang::En => format!("link {} {}", i + 1, p.title.en),
             };
             Some(json!({"product_id": id, "title": title}))
         })

@@ -38,10 +38,11 @@ pub fn check(traj: &Trajectory) -> Verdict {
                 .tool_canonical(&c.function.name)
                 .unwrap_or("")
                 .to_string();
+            // Arguments in canonical keys, as the ground truth states them.
             let args = c
                 .function
                 .parsed_arguments()
-                .map(Value::Object)
+                .map(|a| Value::Object(names.args_canonical(&canonical, &a)))
                 .unwrap_or(Value::Null);
             (canonical, args)
         })
@@ -123,7 +124,12 @@ fn check_calls(
                     .parameters
                     .get("properties")
                     .and_then(Value::as_object)
-                    .map(|p| p.keys().cloned().collect())
+                    .map(|p| {
+                        p.keys()
+                            .filter_map(|k| names.param_canonical(&want.tool, k))
+                            .map(str::to_string)
+                            .collect()
+                    })
             });
         let hit = calls.iter().any(|(tool, args)| {
             tool == &want.tool

@@ -18,7 +18,7 @@ pub struct Call {
     /// The canonical id behind it; `None` when the name is not one of this variant's tools (either not
     /// offered at all, or the old name of a renamed tool).
     pub canonical: Option<String>,
-    /// Parsed arguments, or why they do not parse.
+    /// Parsed arguments in canonical keys (through `names.params`), or why they do not parse.
     pub args: Result<Map<String, Value>, String>,
     /// The tool message answering this call, if any.
     pub result: Option<String>,
@@ -110,10 +110,18 @@ impl<'a> Episode<'a> {
                     }
                     for c in &m.tool_calls {
                         let canonical = resolve_tool(&names, &offered, &c.function.name);
+                        let args = c
+                            .function
+                            .parsed_arguments()
+                            .map(|a| match &canonical {
+                                Some(t) => names.args_canonical(t, &a),
+                                None => a,
+                            })
+                            .map_err(|e| e.to_string());
                         calls.push(Call {
                             surface: c.function.name.clone(),
                             canonical,
-                            args: c.function.parsed_arguments().map_err(|e| e.to_string()),
+                            args,
                             result: None,
                         });
                         ids.push(c.id.clone());

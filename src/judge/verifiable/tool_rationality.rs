@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 use super::episode::{Call, Episode};
 use super::Dimension;
-use crate::record::Trajectory;
+use crate::record::{Names, Trajectory};
 
 /// Tools that only read what the prompt shows or load rules; calling them never acts on a request.
 const NEUTRAL_TOOLS: [&str; 2] = ["load_skill", "get_room_state"];
@@ -26,7 +26,7 @@ pub fn score(traj: &Trajectory, ep: &Episode) -> Dimension {
     let needed = ep.expected.map_or(&[][..], |e| &e.tool_calls[..]);
     let mut missed: Vec<&str> = Vec::new();
     for want in needed {
-        let params = schema_params(traj, ep.names.tool_surface(&want.tool));
+        let params = schema_params(traj, &ep.names, &want.tool);
         let hit = ep.calls.iter().any(|c| {
             c.canonical.as_deref() == Some(want.tool.as_str())
                 && c.args.as_ref().is_ok_and(|args| {
@@ -130,8 +130,10 @@ pub fn score(traj: &Trajectory, ep: &Episode) -> Dimension {
     Dimension::new(recall * precision * recovery, notes.join("; ")).with_details(details)
 }
 
-/// Argument names the variant's version of a tool takes; only those can be required of it.
-fn schema_params(traj: &Trajectory, surface: &str) -> Option<Vec<String>> {
+/// Canonical keys of the arguments the variant's version of canonical tool `tool` takes; only those
+/// can be required of it.
+fn schema_params(traj: &Trajectory, names: &Names, tool: &str) -> Option<Vec<String>> {
+    let surface = names.tool_surface(tool);
     traj.tools
         .iter()
         .find(|t| t.function.name == surface)
@@ -140,7 +142,12 @@ fn schema_params(traj: &Trajectory, surface: &str) -> Option<Vec<String>> {
                 .parameters
                 .get("properties")
                 .and_then(Value::as_object)
-                .map(|p| p.keys().cloned().collect())
+                .map(|p| {
+                    p.keys()
+                        .filter_map(|k| names.param_canonical(tool, k))
+                        .map(str::to_string)
+                        .collect()
+                })
         })
 }
 
