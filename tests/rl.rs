@@ -147,7 +147,6 @@ mod end_to_end {
     use hat::sim::tasks::{generate, TaskConfig};
     use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
     use hat::train::optim::{AdamW, AdamWConfig};
-    use hat::train::view::SegmentKind;
     use hat::train::view::ViewBuilder;
     use serde_json::Value;
 
