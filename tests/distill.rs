@@ -137,8 +137,15 @@ fn a_noisy_teacher_fires_every_hook_and_its_rejected_attempts_take_no_loss() {
     let dir = tempfile::tempdir().unwrap();
     let settings = settings(&base, &spec, 2, 3, dir.path(), &|| None, noise).unwrap();
     let plan = FaultPlan::default();
-    let env = SimEnv { catalog: &catalog, faults: &plan, seed: 3 };
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let env = SimEnv {
+        catalog: &catalog,
+        faults: &plan,
+        seed: 3,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
     let mut summary = Summary::default();
     let kept = collect(
         &tasks,
@@ -146,13 +153,26 @@ fn a_noisy_teacher_fires_every_hook_and_its_rejected_attempts_take_no_loss() {
         &env,
         &pool,
         0.5,
-        &Filter { keep_retry_prob: 1.0, ..cfg(1.0) },
+        &Filter {
+            keep_retry_prob: 1.0,
+            ..cfg(1.0)
+        },
         &TokenCounter::Approximate,
         &mut summary,
         &mut |id, e| panic!("{id}: {e:#}"),
     );
-    for hook in ["reply_length", "banned_terms", "grounded_numbers", "tool_call_json", "limit_quantity.sh"] {
-        assert!(summary.hooks_fired.contains_key(hook), "{hook} never fired: {:?}", summary.hooks_fired);
+    for hook in [
+        "reply_length",
+        "banned_terms",
+        "grounded_numbers",
+        "tool_call_json",
+        "limit_quantity.sh",
+    ] {
+        assert!(
+            summary.hooks_fired.contains_key(hook),
+            "{hook} never fired: {:?}",
+            summary.hooks_fired
+        );
     }
     assert!(summary.kept_with_hook * 20 >= summary.kept, "{summary:?}");
     let rejection = |m: &Message| match m.role {
@@ -164,16 +184,25 @@ fn a_noisy_teacher_fires_every_hook_and_its_rejected_attempts_take_no_loss() {
         _ => false,
     };
     let mut checked = 0;
-    for t in kept.iter().filter(|t| t.meta.get("retry_trajectory") == Some(&json!("full"))) {
+    for t in kept
+        .iter()
+        .filter(|t| t.meta.get("retry_trajectory") == Some(&json!("full")))
+    {
         let start = t.meta["turn_start"].as_u64().unwrap() as usize;
         let m = &t.messages;
-        let assistants: Vec<usize> = (start..m.len()).filter(|&i| m[i].role == Role::Assistant).collect();
+        let assistants: Vec<usize> = (start..m.len())
+            .filter(|&i| m[i].role == Role::Assistant)
+            .collect();
         for (k, &i) in assistants.iter().enumerate() {
             let until = assistants.get(k + 1).copied().unwrap_or(m.len());
             let rejected = m[i + 1..until].iter().any(|x| rejection(x));
             assert_eq!(m[i].is_trained(), !rejected, "{} message {i}", t.id);
         }
-        assert!(m[*assistants.last().unwrap()].is_trained(), "{}: the accepted reply is trained", t.id);
+        assert!(
+            m[*assistants.last().unwrap()].is_trained(),
+            "{}: the accepted reply is trained",
+            t.id
+        );
         assert!(assistants.iter().any(|&i| !m[i].is_trained()), "{}", t.id);
         checked += 1;
     }

@@ -10,8 +10,8 @@ use hat::agent::checks::schema_errors;
 use hat::agent::{Agent, SimEnv};
 use hat::harness::hooks::{Hook, OnFail};
 use hat::harness::{Harness, LiveContext};
-use hat::hsa::ops::rename_files;
 use hat::hsa::matchers::drift;
+use hat::hsa::ops::rename_files;
 use hat::hsa::rewrite::compose;
 use hat::hsa::solvable::{masks_needed_skill, needed_skills};
 use hat::hsa::{Augmenter, Config, Dim, Pool, Selection, Spec, Variant, OPS};
@@ -263,7 +263,10 @@ fn each_op_applies_and_changes_what_it_names() {
     for (tool, keys) in &v.names.params {
         let params = v.harness.tool(tool).unwrap().parameter_names();
         for (old, new) in keys {
-            assert!(params.contains(&new.as_str()) && !params.contains(&old.as_str()), "{tool}: {old} → {new}");
+            assert!(
+                params.contains(&new.as_str()) && !params.contains(&old.as_str()),
+                "{tool}: {old} → {new}"
+            );
         }
     }
     let v = with_op(&base, "add_synthetic_skill");
@@ -367,16 +370,33 @@ fn rename_params_follows_every_mention_but_not_template_fields() {
         .filter(|t| t.parameter_names().contains(&"product_id"))
         .count();
     assert_eq!(
-        v.names.params.values().filter(|k| k.contains_key("product_id")).count(),
+        v.names
+            .params
+            .values()
+            .filter(|k| k.contains_key("product_id"))
+            .count(),
         tools_with_it
     );
     let t = v.harness.tool("create_purchase_link").unwrap();
     assert_eq!(t.input_schema["required"], serde_json::json!([new]));
     for skill in v.harness.skills() {
-        let words: Vec<&str> = skill.body.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').collect();
-        assert!(!words.contains(&"product_id"), "{}: {}", skill.name(), skill.body);
+        let words: Vec<&str> = skill
+            .body
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .collect();
+        assert!(
+            !words.contains(&"product_id"),
+            "{}: {}",
+            skill.name(),
+            skill.body
+        );
     }
-    assert!(v.harness.skill("purchase-guide").unwrap().body.contains(&format!("create_purchase_link({new}")));
+    assert!(v
+        .harness
+        .skill("purchase-guide")
+        .unwrap()
+        .body
+        .contains(&format!("create_purchase_link({new}")));
     // A simulated room: the current product and the queue show their ids under the argument key.
     let catalog = Catalog::generate(7, 40);
     let task = dev_tasks(&catalog, 1, None).remove(0);
@@ -392,7 +412,12 @@ fn rename_params_follows_every_mention_but_not_template_fields() {
     );
     assert!(!after.contains("product_id="), "{after}");
     // The load tool's `name` and one-word keys stay.
-    assert!(v.harness.tool("load_skill").unwrap().parameter_names().contains(&"name"));
+    assert!(v
+        .harness
+        .tool("load_skill")
+        .unwrap()
+        .parameter_names()
+        .contains(&"name"));
     assert!(t.parameter_names().contains(&"quantity"));
 }
 
@@ -404,7 +429,10 @@ fn regex_hook_matchers_keep_matching_the_same_tools_after_renames() {
     let hooks = files.get_mut("hooks/hooks.json").unwrap();
     let text = String::from_utf8(hooks.bytes.clone()).unwrap();
     hooks.bytes = text
-        .replace(r#""matcher": "create_purchase_link""#, r#""matcher": "get_(promotions|product_detail)""#)
+        .replace(
+            r#""matcher": "create_purchase_link""#,
+            r#""matcher": "get_(promotions|product_detail)""#,
+        )
         .into_bytes();
     let base = Harness::from_files(files).unwrap();
     assert!(base.validate().is_empty(), "{:?}", base.validate());
@@ -428,13 +456,19 @@ fn regex_hook_matchers_keep_matching_the_same_tools_after_renames() {
         let pinned = group.matcher.clone().unwrap();
         let text = String::from_utf8(f.bytes.clone()).unwrap();
         f.bytes = text
-            .replace(&serde_json::to_string(&pinned).unwrap(), r#""get_(promotions|product_detail)""#)
+            .replace(
+                &serde_json::to_string(&pinned).unwrap(),
+                r#""get_(promotions|product_detail)""#,
+            )
             .into_bytes();
         let broken = Harness::from_files(files).unwrap();
         let problems = drift(&base, &broken, &v.names);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].file, "hooks/hooks.json");
-        assert_eq!(problems[0].field.as_deref(), Some("hooks.PreToolUse[0].matcher"));
+        assert_eq!(
+            problems[0].field.as_deref(),
+            Some("hooks.PreToolUse[0].matcher")
+        );
     }
 }
 
@@ -957,7 +991,11 @@ fn whole_stream_rewrites_leave_no_renamed_base_name_behind() {
     let plan: FaultPlan = "timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03"
         .parse()
         .unwrap();
-    let env = SimEnv { catalog: &catalog, faults: &plan, seed: 5 };
+    let env = SimEnv {
+        catalog: &catalog,
+        faults: &plan,
+        seed: 5,
+    };
     let records: Vec<Trajectory> = tasks
         .par_iter()
         .map(|t| agent.run(teacher.as_ref(), t, &env).unwrap())
@@ -993,8 +1031,20 @@ fn whole_stream_rewrites_leave_no_renamed_base_name_behind() {
             copies += 1;
             let v = &variants[&c.harness.as_ref().unwrap().variant.as_ref().unwrap().seed];
             ops_seen.extend(v.ops.iter().map(|o| o["op"].as_str().unwrap().to_string()));
-            let names: BTreeSet<&str> = v.names.tools.keys().chain(v.names.skills.keys()).map(String::as_str).collect();
-            let keys: BTreeSet<&str> = v.names.params.values().flat_map(|m| m.keys()).map(String::as_str).collect();
+            let names: BTreeSet<&str> = v
+                .names
+                .tools
+                .keys()
+                .chain(v.names.skills.keys())
+                .map(String::as_str)
+                .collect();
+            let keys: BTreeSet<&str> = v
+                .names
+                .params
+                .values()
+                .flat_map(|m| m.keys())
+                .map(String::as_str)
+                .collect();
             let stale = |text: &str, with_keys: bool| -> Option<String> {
                 idents(text)
                     .find(|i| names.contains(i) || (with_keys && keys.contains(i)))
@@ -1008,7 +1058,12 @@ fn whole_stream_rewrites_leave_no_renamed_base_name_behind() {
             check("system prompt", &c.messages[0].text_content(), true);
             check("tools", &serde_json::to_string(&c.tools).unwrap(), true);
             let start = c.meta["turn_start"].as_u64().unwrap() as usize;
-            let bodies: BTreeSet<String> = v.harness.skills().iter().map(|s| s.body.trim().to_string()).collect();
+            let bodies: BTreeSet<String> = v
+                .harness
+                .skills()
+                .iter()
+                .map(|s| s.body.trim().to_string())
+                .collect();
             for (i, m) in c.messages.iter().enumerate().skip(1) {
                 let text = m.text_content();
                 match m.role {
@@ -1016,22 +1071,45 @@ fn whole_stream_rewrites_leave_no_renamed_base_name_behind() {
                         check("assistant text", &text, true);
                         for call in &m.tool_calls {
                             check("call name", &call.function.name, false);
-                            let orig = r.messages[i].tool_calls.iter().find(|o| o.id == call.id).unwrap();
-                            let Ok(args) = call.function.parsed_arguments() else { continue };
+                            let orig = r.messages[i]
+                                .tool_calls
+                                .iter()
+                                .find(|o| o.id == call.id)
+                                .unwrap();
+                            let Ok(args) = call.function.parsed_arguments() else {
+                                continue;
+                            };
                             for k in args.keys() {
                                 check("argument key", k, true);
                             }
-                            renamed_args += usize::from(args.keys().any(|k| v.names.params.values().any(|m| m.values().any(|n| n == k))));
-                            let (Some(bt), Some(vt)) = (base.tool(&orig.function.name), v.harness.tool(&call.function.name)) else { continue };
-                            let valid = |schema: &Value, a: &str| serde_json::from_str::<Value>(a).is_ok_and(|a| schema_errors(schema, &a).is_empty());
+                            renamed_args += usize::from(args.keys().any(|k| {
+                                v.names.params.values().any(|m| m.values().any(|n| n == k))
+                            }));
+                            let (Some(bt), Some(vt)) = (
+                                base.tool(&orig.function.name),
+                                v.harness.tool(&call.function.name),
+                            ) else {
+                                continue;
+                            };
+                            let valid = |schema: &Value, a: &str| {
+                                serde_json::from_str::<Value>(a)
+                                    .is_ok_and(|a| schema_errors(schema, &a).is_empty())
+                            };
                             assert_eq!(
                                 valid(&bt.input_schema, &orig.function.arguments),
                                 valid(&vt.input_schema, &call.function.arguments),
-                                "{}: {} {}", c.id, call.function.name, call.function.arguments
+                                "{}: {} {}",
+                                c.id,
+                                call.function.name,
+                                call.function.arguments
                             );
                         }
                     }
-                    Role::Tool if text.starts_with("{\"error\"") || bodies.contains(text.trim()) => check("tool error or skill body", &text, true),
+                    Role::Tool
+                        if text.starts_with("{\"error\"") || bodies.contains(text.trim()) =>
+                    {
+                        check("tool error or skill body", &text, true)
+                    }
                     Role::Tool => check("tool result", &text, false),
                     Role::User | Role::System if i >= start => {
                         feedback_checked += 1;
@@ -1040,14 +1118,27 @@ fn whole_stream_rewrites_leave_no_renamed_base_name_behind() {
                     _ => {}
                 }
             }
-            let rounds = c.messages[start..].iter().filter(|m| m.role == Role::Assistant).count() as u64;
-            assert!(rounds <= v.harness.limits().max_rounds, "{}: {rounds} rounds", c.id);
+            let rounds = c.messages[start..]
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .count() as u64;
+            assert!(
+                rounds <= v.harness.limits().max_rounds,
+                "{}: {rounds} rounds",
+                c.id
+            );
         }
     }
     eprintln!("{copies} copies of {} records ({rejected} rejected), {renamed_args} calls with renamed keys, {feedback_checked} feedback/notes", records.len());
     let all: BTreeSet<String> = OPS.iter().map(|o| o.name.to_string()).collect();
     assert_eq!(ops_seen, all, "every op is in the mix");
     assert!(copies >= records.len(), "{copies}");
-    assert!(rejected * 20 <= records.len(), "{rejected} records rejected");
-    assert!(renamed_args > 100 && feedback_checked > 50, "{renamed_args} {feedback_checked}");
+    assert!(
+        rejected * 20 <= records.len(),
+        "{rejected} records rejected"
+    );
+    assert!(
+        renamed_args > 100 && feedback_checked > 50,
+        "{renamed_args} {feedback_checked}"
+    );
 }

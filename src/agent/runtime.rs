@@ -84,11 +84,17 @@ impl Turn {
         if what != "allow" {
             let label = match &hook.kind {
                 Kind::Builtin { hook: b, .. } => b.check.kind().to_string(),
-                Kind::Command { path, .. } => path
-                    .file_name()
-                    .map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned()),
+                Kind::Command { path, .. } => path.file_name().map_or_else(
+                    || path.display().to_string(),
+                    |f| f.to_string_lossy().into_owned(),
+                ),
             };
-            *self.fired.entry(label).or_default().entry(what).or_default() += 1;
+            *self
+                .fired
+                .entry(label)
+                .or_default()
+                .entry(what)
+                .or_default() += 1;
         }
     }
 }
@@ -393,13 +399,16 @@ impl Agent {
     }
 
     fn count_decision(&self, hook: &hooks::Prepared, d: &Decision, turn: &mut Turn) {
-        turn.count(hook, match d {
-            Decision::Allow => "allow",
-            Decision::Modify(_) => "modify",
-            Decision::Block(_) => "block",
-            Decision::Error(_) => "error",
-            Decision::TimedOut => "timeout",
-        });
+        turn.count(
+            hook,
+            match d {
+                Decision::Allow => "allow",
+                Decision::Modify(_) => "modify",
+                Decision::Block(_) => "block",
+                Decision::Error(_) => "error",
+                Decision::TimedOut => "timeout",
+            },
+        );
     }
 
     /// One tool call through hooks and the sandbox; returns the tool message content. Feedback the

@@ -87,11 +87,18 @@ impl Summary {
         }
         s.push_str(&format!(
             "{:<34} {:>8}\n{:<34} {:>8}\n",
-            "kept with a fired hook", self.kept_with_hook, "  with its feedback kept", self.kept_with_feedback
+            "kept with a fired hook",
+            self.kept_with_hook,
+            "  with its feedback kept",
+            self.kept_with_feedback
         ));
         for (hook, kinds) in &self.hooks_fired {
             for (kind, n) in kinds {
-                s.push_str(&format!("{:<34} {:>8}\n", format!("hook {hook}: {kind}"), n));
+                s.push_str(&format!(
+                    "{:<34} {:>8}\n",
+                    format!("hook {hook}: {kind}"),
+                    n
+                ));
             }
         }
         s

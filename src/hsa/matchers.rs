@@ -26,7 +26,12 @@ fn matched_by_group(
     rename: impl Fn(&str) -> String,
 ) -> Vec<(crate::harness::hooks::HookEvent, usize, Vec<String>)> {
     let mut out = Vec::new();
-    for e in base.hooks().events.iter().filter(|e| e.event.is_tool_event()) {
+    for e in base
+        .hooks()
+        .events
+        .iter()
+        .filter(|e| e.event.is_tool_event())
+    {
         for (g, group) in e.groups.iter().enumerate() {
             let matched = base
                 .tools()
@@ -51,7 +56,10 @@ fn matches_exactly(group: &MatcherGroup, tools: &[String], expected: &[String]) 
 /// through `names` (base → variant tool names). Groups an op added have no counterpart and are not
 /// checked.
 pub fn drift(base: &Harness, variant: &Harness, names: &Names) -> Vec<Problem> {
-    let file = variant.hooks_file().unwrap_or("hooks/hooks.json").to_string();
+    let file = variant
+        .hooks_file()
+        .unwrap_or("hooks/hooks.json")
+        .to_string();
     let tools: Vec<String> = variant.tools().iter().map(|t| t.name.clone()).collect();
     let mut problems = Vec::new();
     for (event, g, expected) in matched_by_group(base, |t| names.tool_surface(t).to_string()) {
@@ -83,7 +91,12 @@ pub fn drift(base: &Harness, variant: &Harness, names: &Names) -> Vec<Problem> {
 /// as alternations of the new names; returns `{"matchers": {position: new matcher}}` when it did.
 pub fn pin(cx: &mut Ctx<'_>, rename: &HashMap<String, String>) -> Result<Option<Value>> {
     let expected = matched_by_group(cx.base, |t| rename.get(t).cloned().unwrap_or(t.to_string()));
-    let tools: Vec<String> = cx.harness()?.tools().iter().map(|t| t.name.clone()).collect();
+    let tools: Vec<String> = cx
+        .harness()?
+        .tools()
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
     edit_hooks(cx, |config| {
         let mut pinned = Map::new();
         for (event, g, want) in &expected {

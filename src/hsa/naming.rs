@@ -167,7 +167,10 @@ mod tests {
             assert_ne!(t, e);
             assert!(is_valid_tool_name(&t) && t != "product_id");
         }
-        assert_eq!(param_key("pickup_time", Pool::Train, &mut rng), "pickupTime");
+        assert_eq!(
+            param_key("pickup_time", Pool::Train, &mut rng),
+            "pickupTime"
+        );
         assert_eq!(param_key("pickup_time", Pool::Eval, &mut rng), "PickupTime");
     }
 

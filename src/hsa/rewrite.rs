@@ -20,10 +20,10 @@ use regex::Regex;
 use serde_json::{json, Value};
 
 use super::hooks::hook_id;
-use crate::agent::runtime::RUNTIME_NOTE;
 use super::prompt::{static_blocks, units};
 use super::text::rename_idents;
 use super::variant::{variant_seed, Spec, Variant};
+use crate::agent::runtime::RUNTIME_NOTE;
 use crate::harness::hooks::{BuiltinCheck, FeedbackRole, Hook, OnFail};
 use crate::harness::{Harness, Limits, LiveContext, SkillsMode};
 use crate::jsonl::fnv1a64;
@@ -216,7 +216,12 @@ impl Prepared {
             .names
             .params
             .iter()
-            .map(|(t, m)| (t.clone(), m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+            .map(|(t, m)| {
+                (
+                    t.clone(),
+                    m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                )
+            })
             .collect();
         let param_keys: HashMap<String, String> = params
             .values()
@@ -447,7 +452,9 @@ impl Augmenter {
                         let name = &c.function.name;
                         // A name the harness refused (`unknown_tool`) is invented under any variant:
                         // it stays as it is, and its error lists the variant's tools once renamed.
-                        if !base.tools.contains(name) && refused_as_unknown(&r.messages[i + 1..], &c.id) {
+                        if !base.tools.contains(name)
+                            && refused_as_unknown(&r.messages[i + 1..], &c.id)
+                        {
                             continue;
                         }
                         if !base.tools.contains(name) {
@@ -630,7 +637,9 @@ impl Augmenter {
                 Role::Assistant => {
                     for c in &mut m.tool_calls {
                         let keys = match p.params.get(&c.function.name) {
-                            None if !self.base.tools.contains(&c.function.name) => Some(&p.param_keys),
+                            None if !self.base.tools.contains(&c.function.name) => {
+                                Some(&p.param_keys)
+                            }
                             keys => keys,
                         };
                         rename_arg_keys(&mut c.function, keys);

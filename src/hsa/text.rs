@@ -69,7 +69,8 @@ pub fn rename_idents_outside_jinja<'a>(
     map: &HashMap<String, String>,
 ) -> Cow<'a, str> {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| Regex::new(r"(?s)\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}").expect("static regex"));
+    let re = RE
+        .get_or_init(|| Regex::new(r"(?s)\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}").expect("static regex"));
     if map.is_empty() || !text.contains('{') {
         return rename_idents(text, map);
     }

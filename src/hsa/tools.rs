@@ -17,9 +17,9 @@ use serde_json::{json, Value};
 use super::banks::DESCRIPTION_PREFIXES;
 use super::config::Config;
 use super::naming::{is_renamable_param, param_key, tool_name};
-use super::text::{rename_idents, rename_idents_outside_jinja};
 use super::ops::Ctx;
 use super::paraphraser::Paraphraser;
+use super::text::{rename_idents, rename_idents_outside_jinja};
 use crate::rng::Rng;
 
 const NAME_TRIES: usize = 16;
@@ -156,7 +156,11 @@ pub fn rename_params(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<Op
         .iter()
         .filter(|t| t.name != load_tool)
         .map(|t| {
-            let keys = t.parameter_names().into_iter().map(str::to_string).collect();
+            let keys = t
+                .parameter_names()
+                .into_iter()
+                .map(str::to_string)
+                .collect();
             (t.file.clone(), t.name.clone(), keys)
         })
         .collect();
@@ -196,7 +200,8 @@ pub fn rename_params(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<Op
             if !rename_schema_keys(&mut v, &map) {
                 continue;
             }
-            let mut t = serde_json::to_string_pretty(&v).context("a JSON value always serialises")?;
+            let mut t =
+                serde_json::to_string_pretty(&v).context("a JSON value always serialises")?;
             t.push('\n');
             t
         } else {
@@ -229,7 +234,9 @@ pub fn rename_params(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<Op
     }
     cx.names.params.extend(per_tool.clone());
     let sorted: BTreeMap<_, _> = map.into_iter().collect();
-    Ok(Some(json!({ "renames": sorted, "tools": per_tool.keys().collect::<Vec<_>>() })))
+    Ok(Some(
+        json!({ "renames": sorted, "tools": per_tool.keys().collect::<Vec<_>>() }),
+    ))
 }
 
 /// Renames argument keys in an MCP tool's input schema: property keys (order kept), `required`

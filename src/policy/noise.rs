@@ -69,7 +69,10 @@ impl NoiseRates {
     pub fn check(&self) -> Result<()> {
         for (name, p) in self.named() {
             if !(0.0..=1.0).contains(&p) {
-                anyhow::bail!("--noise-{} = {p} is not a probability in [0, 1]", name.replace('_', "-"));
+                anyhow::bail!(
+                    "--noise-{} = {p} is not a probability in [0, 1]",
+                    name.replace('_', "-")
+                );
             }
         }
         Ok(())
@@ -119,15 +122,33 @@ impl Noisy {
         let r = &self.rates;
         let new = match draw(rng, &[r.long_reply, r.forbidden_term, r.ungrounded_price]) {
             Some(0) => {
-                let filler = if zh { "，欢迎宝宝们点点关注、多多分享直播间" } else { ", and do follow the stream and share it with friends" };
+                let filler = if zh {
+                    "，欢迎宝宝们点点关注、多多分享直播间"
+                } else {
+                    ", and do follow the stream and share it with friends"
+                };
                 let mut t = text.clone();
                 while t.chars().count() as u64 <= self.max_reply_chars + 10 {
                     t.push_str(filler);
                 }
                 t
             }
-            Some(1) => format!("{text}{}", if zh { "全网最低，闭眼入！" } else { " Lowest price anywhere (全网最低)!" }),
-            Some(2) => format!("{text}{}", if zh { "（原价¥9999）" } else { " (was ¥9999)" }),
+            Some(1) => format!(
+                "{text}{}",
+                if zh {
+                    "全网最低，闭眼入！"
+                } else {
+                    " Lowest price anywhere (全网最低)!"
+                }
+            ),
+            Some(2) => format!(
+                "{text}{}",
+                if zh {
+                    "（原价¥9999）"
+                } else {
+                    " (was ¥9999)"
+                }
+            ),
             _ => return,
         };
         m.content = Some(Content::Text(new));
@@ -143,7 +164,11 @@ impl Noisy {
         };
         let name = m.tool_calls[i].function.name.clone();
         let takes_quantity = conv.tools.iter().any(|t| {
-            t.function.name == name && t.function.parameters.pointer("/properties/quantity").is_some()
+            t.function.name == name
+                && t.function
+                    .parameters
+                    .pointer("/properties/quantity")
+                    .is_some()
         });
         let r = &self.rates;
         let over = if takes_quantity { r.over_quantity } else { 0.0 };
@@ -162,7 +187,11 @@ impl Noisy {
             }
             Some(1) => {
                 // The call written as text, unterminated: the runtime's parser sends a note back.
-                let args = m.tool_calls[i].function.arguments.trim_end_matches('}').to_string();
+                let args = m.tool_calls[i]
+                    .function
+                    .arguments
+                    .trim_end_matches('}')
+                    .to_string();
                 m.tool_calls.clear();
                 m.content = Some(Content::Text(format!(
                     "<tool_call>\n{{\"name\": \"{name}\", \"arguments\": {args}\n</tool_call>"
@@ -202,7 +231,11 @@ fn pushed_back(turn: &[Message]) -> bool {
         Role::User | Role::System | Role::Developer => true,
         Role::Tool => serde_json::from_str::<Value>(&m.text_content())
             .ok()
-            .and_then(|v| v.pointer("/error/code").and_then(Value::as_str).map(is_call_rejection))
+            .and_then(|v| {
+                v.pointer("/error/code")
+                    .and_then(Value::as_str)
+                    .map(is_call_rejection)
+            })
             .unwrap_or(false),
         Role::Assistant => false,
     })

@@ -40,8 +40,7 @@ use crate::jsonl::JsonlWriter;
 use crate::model::CausalLm;
 use crate::policy::local::LocalPolicy;
 use crate::record::{Scores, Trajectory};
-use crate::train::batch::Cursor;
-use crate::train::checkpoint::{self, TrainerState};
+use crate::train::checkpoint;
 use crate::train::metrics;
 use crate::train::optim::{cosine_with_warmup, AdamW, AdamWConfig};
 use crate::train::view::{SegmentKind, ViewBuilder};
@@ -143,28 +142,8 @@ where
     std::fs::create_dir_all(inputs.out)
         .with_context(|| format!("creating {}", inputs.out.display()))?;
     let mut opt = AdamW::<B::InnerBackend>::new(cfg.adamw);
-    let (mut model, mut state) = match resume
-        .then(|| checkpoint::latest(inputs.out))
-        .transpose()?
-        .flatten()
-    {
-        Some(dir) => {
-            let (m, s) = checkpoint::load::<B, B::InnerBackend>(&dir, &mut opt, device)?;
-            opt.check_shapes::<B, _>(&m)?;
-            eprintln!("resuming from {} (step {})", dir.display(), s.step);
-            (m, s)
-        }
-        None => (
-            model,
-            TrainerState {
-                step: 0,
-                cursor: Cursor::default(),
-                seed: cfg.seed,
-                metrics_lines: 0,
-                tokens: 0,
-            },
-        ),
-    };
+    let (mut model, mut state) =
+        checkpoint::resume_or_start(inputs.out, resume, model, &mut opt, cfg.seed, device)?;
     let aux_coef = cfg
         .router_aux_loss_coef
         .unwrap_or(model.config.router_aux_loss_coef);

@@ -194,6 +194,37 @@ pub fn dir_name(step: usize) -> String {
     format!("checkpoint-{step:06}")
 }
 
+/// With `resume`, the newest checkpoint in `out` (model, optimizer state into `opt`, trainer state);
+/// otherwise, or when `out` has none, `model` at step 0 with `seed`. Shared by every trainer so that
+/// all resume the same way.
+pub fn resume_or_start<B: burn::tensor::backend::AutodiffBackend>(
+    out: &Path,
+    resume: bool,
+    model: CausalLm<B>,
+    opt: &mut AdamW<B::InnerBackend>,
+    seed: u64,
+    device: &B::Device,
+) -> Result<(CausalLm<B>, TrainerState)> {
+    match resume.then(|| latest(out)).transpose()?.flatten() {
+        Some(dir) => {
+            let (m, s) = load::<B, B::InnerBackend>(&dir, opt, device)?;
+            opt.check_shapes::<B, _>(&m)?;
+            eprintln!("resuming from {} (step {})", dir.display(), s.step);
+            Ok((m, s))
+        }
+        None => Ok((
+            model,
+            TrainerState {
+                step: 0,
+                cursor: Cursor::default(),
+                seed,
+                metrics_lines: 0,
+                tokens: 0,
+            },
+        )),
+    }
+}
+
 /// Loads a verified checkpoint: model, optimizer state and trainer state.
 pub fn load<B: Backend, O: Backend<Device = B::Device>>(
     dir: &Path,

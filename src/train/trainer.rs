@@ -24,8 +24,8 @@ use burn::tensor::backend::AutodiffBackend;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use super::batch::{bucket, bucket_shared, to_tensors, BatchTensors, Cursor, Sampler};
-use super::checkpoint::{self, TrainerState};
+use super::batch::{bucket, bucket_shared, to_tensors, BatchTensors, Sampler};
+use super::checkpoint;
 use super::metrics;
 use super::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
 use super::view::{SegmentKind, TrainingView};
@@ -445,26 +445,8 @@ pub fn train<B: AutodiffBackend>(
     std::fs::create_dir_all(dirs.out)
         .with_context(|| format!("creating {}", dirs.out.display()))?;
     let mut opt = AdamW::<B::InnerBackend>::new(cfg.adamw);
-    let fresh = TrainerState {
-        step: 0,
-        cursor: Cursor::default(),
-        seed: cfg.seed,
-        metrics_lines: 0,
-        tokens: 0,
-    };
-    let (mut model, mut state) = match resume
-        .then(|| checkpoint::latest(dirs.out))
-        .transpose()?
-        .flatten()
-    {
-        Some(dir) => {
-            let (m, s) = checkpoint::load::<B, B::InnerBackend>(&dir, &mut opt, device)?;
-            opt.check_shapes::<B, _>(&m)?;
-            eprintln!("resuming from {} (step {})", dir.display(), s.step);
-            (m, s)
-        }
-        None => (model, fresh),
-    };
+    let (mut model, mut state) =
+        checkpoint::resume_or_start(dirs.out, resume, model, &mut opt, cfg.seed, device)?;
     let aux_coef = cfg
         .router_aux_loss_coef
         .unwrap_or(model.config.router_aux_loss_coef);
