@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use burn::backend::NdArray;
 use hat::eval::probe::{paired, probe, Decision, Probe};
-use hat::eval::rollout::{paired_right_tool, summarise};
+use hat::eval::rollout::{paired_right_tool, paired_scores, summarise};
 use hat::model::{presets, CausalLm};
 use hat::record::Trajectory;
 use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
@@ -82,6 +82,33 @@ fn the_paired_rollout_test_counts_only_discordant_tasks() {
     let (b_only, a_only, p) = paired_right_tool(&a, &b);
     assert_eq!((b_only, a_only), (10, 0));
     assert!((p - 2.0 * 0.5f64.powi(10)).abs() < 1e-12, "{p}");
+}
+
+#[test]
+fn the_paired_score_tests_count_higher_scores_and_leave_ties_out() {
+    // Accuracy (and effectiveness, tool rationality) 0.5 for A everywhere; B 1.0 on 7 tasks, 0.0 on 2,
+    // 0.5 (a tie) on 3. Skill selection is 1.0 on both sides: all ties.
+    let a: Vec<Trajectory> = (0..12)
+        .map(|i| episode(&format!("t{i}"), "product_qa", "x", 0.5))
+        .collect();
+    let b: Vec<Trajectory> = (0..12)
+        .map(|i| {
+            let acc = match i {
+                0..7 => 1.0,
+                7..9 => 0.0,
+                _ => 0.5,
+            };
+            episode(&format!("t{i}"), "product_qa", "x", acc)
+        })
+        .collect();
+    let tests = paired_scores(&a, &b);
+    let get = |name: &str| tests.iter().find(|(n, _)| *n == name).unwrap().1;
+    let (higher, lower, p) = get("accuracy");
+    assert_eq!((higher, lower), (7, 2));
+    // Two-sided sign test, 2 of 9: 2 · P(X ≤ 2), X ~ Bin(9, 1/2) = 2 · 46/512.
+    assert!((p - 2.0 * 46.0 / 512.0).abs() < 1e-12, "{p}");
+    assert_eq!(get("effectiveness").0, 7);
+    assert_eq!(get("skill selection"), (0, 0, 1.0));
 }
 
 fn decision(id: &str, hit: Option<bool>) -> Decision {

@@ -568,7 +568,7 @@ fn split_pair<'a>(s: &'a str, flag: &str) -> Result<(&'a str, &'a str)> {
 
 /// Runs `eval`; prints the markdown table on stdout. Returns the exit status.
 pub fn eval(a: &EvalArgs) -> Result<i32> {
-    use crate::eval::rollout::{markdown, paired_right_tool, play, summarise};
+    use crate::eval::rollout::{markdown, paired_right_tool, paired_scores, play, summarise};
     use crate::policy::local::{LocalOptions, LocalPolicy};
     let tasks = read_records(&a.tasks, a.n)?;
     let catalog = a.catalog.load()?;
@@ -621,11 +621,16 @@ pub fn eval(a: &EvalArgs) -> Result<i32> {
     // Every later model against the first, on the same tasks of each set.
     let sets = a.sets.len();
     for (i, (model, set, _)) in rows.iter().enumerate().skip(sets) {
+        let base = &rows[i % sets].0;
         let (b_only, a_only, p) = paired_right_tool(&played[i % sets], &played[i]);
         println!(
-            "\npaired sign test on {set}, right tool: {model} right where {} is wrong {b_only}, the reverse {a_only}, p = {p:.2e}",
-            rows[i % sets].0
+            "\npaired sign test on {set}, right tool: {model} right where {base} is wrong {b_only}, the reverse {a_only}, p = {p:.2e}"
         );
+        for (score, (b_better, a_better, p)) in paired_scores(&played[i % sets], &played[i]) {
+            println!(
+                "paired sign test on {set}, {score}: {model} higher {b_better}, {base} higher {a_better}, p = {p:.2e}"
+            );
+        }
     }
     if let Some(p) = &a.summary {
         let v: Vec<_> = rows

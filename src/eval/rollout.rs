@@ -167,6 +167,34 @@ pub fn paired_right_tool(a: &[Trajectory], b: &[Trajectory]) -> (u64, u64, f64) 
     paired_sign_test(right(a), right(b))
 }
 
+/// The paired sign test of model B against model A on each judge score (skill selection, accuracy,
+/// effectiveness, tool rationality), over the tasks both played: per score, (tasks where B scores
+/// higher, where A does, p-value); ties left out.
+pub fn paired_scores(a: &[Trajectory], b: &[Trajectory]) -> Vec<(&'static str, (u64, u64, f64))> {
+    type Pick = fn(&Trajectory) -> Option<f64>;
+    let dims: [(&'static str, Pick); 4] = [
+        ("skill selection", |t| t.scores.skill_selection),
+        ("accuracy", |t| t.scores.accuracy),
+        ("effectiveness", |t| t.scores.effectiveness),
+        ("tool rationality", |t| t.scores.tool_rationality),
+    ];
+    dims.iter()
+        .map(|&(name, pick)| {
+            let side = |s: &'_ [Trajectory]| -> Vec<(String, f64)> {
+                s.iter()
+                    .filter_map(|t| Some((t.id.clone(), pick(t)?)))
+                    .collect()
+            };
+            let (sa, sb) = (side(a), side(b));
+            let test = paired_sign_test(
+                sa.iter().map(|(id, v)| (id.as_str(), *v)),
+                sb.iter().map(|(id, v)| (id.as_str(), *v)),
+            );
+            (name, test)
+        })
+        .collect()
+}
+
 /// A markdown table: one row per (model, harness set); every cell a value with its 95% interval.
 pub fn markdown(rows: &[(String, String, EvalSummary)]) -> String {
     let mut s = String::from(

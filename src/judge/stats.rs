@@ -104,18 +104,19 @@ pub fn sign_test(k: u64, n: u64) -> f64 {
     (2.0 * tail).min(1.0)
 }
 
-/// The paired sign test of B against A on 0/1 outcomes joined by case id, over the cases both decided:
-/// (B right where A is wrong, the reverse, p-value).
-pub fn paired_sign_test<'a>(
-    a: impl IntoIterator<Item = (&'a str, bool)>,
-    b: impl IntoIterator<Item = (&'a str, bool)>,
+/// The paired sign test of B against A on outcomes joined by case id, over the cases both decided:
+/// (cases where B is better, where A is better, p-value); ties are left out. On 0/1 outcomes "better" is
+/// right where the other is wrong; on scores, higher.
+pub fn paired_sign_test<'a, T: PartialOrd>(
+    a: impl IntoIterator<Item = (&'a str, T)>,
+    b: impl IntoIterator<Item = (&'a str, T)>,
 ) -> (u64, u64, f64) {
-    let of_a: std::collections::HashMap<&str, bool> = a.into_iter().collect();
+    let of_a: std::collections::HashMap<&str, T> = a.into_iter().collect();
     let (mut b_only, mut a_only) = (0, 0);
     for (id, hb) in b {
-        if let Some(&ha) = of_a.get(id) {
-            b_only += u64::from(hb && !ha);
-            a_only += u64::from(ha && !hb);
+        if let Some(ha) = of_a.get(id) {
+            b_only += u64::from(hb > *ha);
+            a_only += u64::from(*ha > hb);
         }
     }
     (b_only, a_only, sign_test(b_only, b_only + a_only))
