@@ -241,7 +241,12 @@ fn assign<L, R>(left: &[L], right: &[R], score: impl Fn(&L, &R) -> f64) -> Vec<(
 fn listed_skills(prompt: &str, tools: &[Tool]) -> Vec<(String, String)> {
     let lines: Vec<&str> = prompt.lines().collect();
     let mut out = Vec::new();
+    // A line read as the description of the name above it (`When: …`) is not a name itself.
+    let mut described = None;
     for (i, line) in lines.iter().enumerate() {
+        if described == Some(i) {
+            continue;
+        }
         let rest = line
             .trim_start()
             .trim_start_matches(['-', '*', '#'])
@@ -258,22 +263,19 @@ fn listed_skills(prompt: &str, tools: &[Tool]) -> Vec<(String, String)> {
         let after = after.trim();
         let description = match after.strip_prefix(':').map(str::trim) {
             Some(d) if !d.is_empty() => d,
-            Some(_) => next_text(&lines[i + 1..]),
-            None if after.is_empty() => next_text(&lines[i + 1..]),
             // A sentence that starts with an ASCII word, not a name.
-            None => continue,
+            None if !after.is_empty() => continue,
+            _ => match lines[i + 1..].iter().position(|l| !l.trim().is_empty()) {
+                Some(k) => {
+                    described = Some(i + 1 + k);
+                    lines[i + 1 + k].trim()
+                }
+                None => "",
+            },
         };
         out.push((name.to_string(), description.to_string()));
     }
     out
-}
-
-fn next_text<'a>(lines: &[&'a str]) -> &'a str {
-    lines
-        .iter()
-        .map(|l| l.trim())
-        .find(|l| !l.is_empty())
-        .unwrap_or_default()
 }
 
 /// A text's character bigrams (lowercased, whitespace left out), sorted, for the Dice coefficient:
