@@ -72,6 +72,9 @@ DISTILL_PRODUCTS ?= 600
 DISTILL_TASKS ?= 4800
 DISTILL_FIRST_TASKS ?= 19200
 DISTILL_VARIANTS ?= 64
+# Share of hook-triggered retries kept in full, feedback and masked rejected attempt included (the rest
+# are cut to the final attempt): ~6% of kept teacher records then carry a fired hook's feedback.
+DISTILL_KEEP_RETRY ?= 0.6
 DISTILL_EVAL_TASKS ?= 200
 DISTILL_ROLLOUTS ?= 200
 DISTILL_BASE_STEPS ?= 200
@@ -103,8 +106,10 @@ distill-data: build
 	$(HAT) sim tasks --n $(DISTILL_EVAL_TASKS) --split dev --phrasings train --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.primary.jsonl
 	$(HAT) sim tasks --n $(DISTILL_EVAL_TASKS) --split dev --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.phrasings.jsonl
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.train.jsonl --variants $(DISTILL_VARIANTS) --original-share 0.5 \
+		--keep-retry-prob $(DISTILL_KEEP_RETRY) \
 		--faults $(FAULTS) --seed $(SEED) $(CATALOG) -o $(DISTILL)/teacher.full.jsonl --summary $(DISTILL)/collect.json
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.first.jsonl --variants $(DISTILL_VARIANTS) --original-share 0.5 \
+		--keep-retry-prob $(DISTILL_KEEP_RETRY) \
 		--faults $(FAULTS) --seed $(SEED) $(CATALOG) -o $(DISTILL)/teacher.first.full.jsonl --summary $(DISTILL)/collect.first.json
 	$(HAT) records cat --first-turn -i $(DISTILL)/teacher.first.full.jsonl -o $(DISTILL)/teacher.first.jsonl
 	cat $(DISTILL)/teacher.full.jsonl $(DISTILL)/teacher.first.jsonl > $(DISTILL)/teacher.jsonl

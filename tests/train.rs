@@ -171,6 +171,84 @@ fn weight_zero_assistant_messages_are_context_not_loss() {
     assert_eq!(runs(&b.build(&plain).unwrap().loss_mask).len(), 2);
 }
 
+/// The tokens of the view whose text overlaps the one occurrence of `text` in the decoded stream.
+fn tokens_of(b: &ViewBuilder, v: &TrainingView, text: &str) -> std::ops::Range<usize> {
+    let full = decode(b, &v.tokens);
+    let at = full.find(text).unwrap_or_else(|| panic!("{text:?} is not in the view"));
+    assert_eq!(full.matches(text).count(), 1, "{text:?} occurs more than once");
+    // Where each token's text starts (ASCII records: every prefix decodes to a prefix of the stream).
+    let starts: Vec<usize> = (0..=v.tokens.len())
+        .map(|k| decode(b, &v.tokens[..k]).len())
+        .collect();
+    let first = starts.iter().rposition(|&o| o <= at).unwrap();
+    let end = starts.iter().position(|&o| o >= at + text.len()).unwrap();
+    first..end
+}
+
+/// A retry trajectory as collection keeps it in full (`filter` with keep-retry-prob 1): the hook's
+/// rejections stay in the context, and at the token level the rejected attempts — a purchase call over
+/// the quantity limit, a reply over the length limit — carry no loss, while the retried call and the
+/// accepted reply are trained.
+#[test]
+fn a_kept_retry_trajectory_trains_the_retried_call_and_not_the_rejected_attempt() {
+    use hat::distill::collect::{filter, Filter, Summary};
+
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let rejected_call = r#"{"product_id": "p1", "quantity": 50}"#;
+    let retried_call = r#"{"product_id": "p1", "quantity": 20}"#;
+    let rejected_reply = "Here is your link for 20 pieces, a great deal, grab it now before the stream ends!";
+    let reply = "Link: https://s.shop/p1 for 20.";
+    let call = |id: &str, args: &str| {
+        json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+               "function": {"name": "create_purchase_link", "arguments": args}}]})
+    };
+    let rec: Trajectory = serde_json::from_value(json!({
+        "id": "retry",
+        "tools": [{"type": "function", "function": {"name": "create_purchase_link", "description": "A purchase link.",
+                   "parameters": {"type": "object", "properties": {"product_id": {"type": "string"}, "quantity": {"type": "integer"}}}}}],
+        "messages": [
+            {"role": "system", "content": "You are the host of a live shopping stream."},
+            {"role": "user", "content": "50 of p1 please"},
+            call("c1", rejected_call),
+            {"role": "tool", "tool_call_id": "c1",
+             "content": "{\"error\": {\"code\": \"denied\", \"message\": \"at most 20 per order\"}}"},
+            call("c2", retried_call),
+            {"role": "tool", "tool_call_id": "c2", "content": "{\"link\": \"https://s.shop/p1\", \"quantity\": 20}"},
+            {"role": "assistant", "content": rejected_reply},
+            {"role": "user", "content": "[reply_length] Too long: keep it within 40 characters."},
+            {"role": "assistant", "content": reply}
+        ],
+        "scores": {"accuracy": 1.0, "effectiveness": 1.0},
+        "meta": {"turn_start": 2, "hooks_fired": {"limit_quantity.sh": {"block": 1}, "reply_length": {"retry": 1}}}
+    }))
+    .unwrap();
+    let mut summary = Summary::default();
+    let full = Filter {
+        min_accuracy: 1.0,
+        min_effectiveness: 1.0,
+        keep_retry_prob: 1.0,
+        seed: 0,
+    };
+    let kept = filter(rec, &full, &mut summary).expect("kept");
+    assert_eq!(kept.meta["retry_trajectory"], json!("full"));
+    assert_eq!(summary.kept_with_feedback, 1);
+    let v = b.build(&kept).unwrap();
+    let all_zero = |text: &str| v.loss_mask[tokens_of(&b, &v, text)].iter().all(|&m| m == 0);
+    let all_one = |text: &str| v.loss_mask[tokens_of(&b, &v, text)].iter().all(|&m| m == 1);
+    // The rejected attempts and the feedback are in the stream, with no loss on any of their tokens.
+    assert!(all_zero(rejected_call), "the rejected call is trained");
+    assert!(all_zero(rejected_reply), "the rejected reply is trained");
+    assert!(all_zero("at most 20 per order") && all_zero("keep it within 40 characters"));
+    // The retried call and the accepted reply are trained, token for token, and nothing else is.
+    assert!(all_one(retried_call), "the retried call is not trained");
+    assert!(all_one(reply), "the accepted reply is not trained");
+    let r = runs(&v.loss_mask);
+    let trained: Vec<String> = r.iter().map(|&(s, e)| decode(&b, &v.tokens[s..e])).collect();
+    assert_eq!(trained.len(), 2, "{trained:?}");
+    assert!(trained[0].contains(retried_call) && trained[1].contains(reply), "{trained:?}");
+}
+
 #[test]
 fn scaling_tool_call_segments_weights_only_their_trained_tokens() {
     let dir = tokenizer_dir();

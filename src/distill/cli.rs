@@ -79,8 +79,11 @@ pub struct CollectArgs {
     /// Keep trajectories with Effectiveness at least this.
     #[arg(long, default_value_t = 1.0)]
     pub min_effectiveness: f64,
-    /// Probability of keeping a hook-triggered retry in full (otherwise only the final attempt).
-    #[arg(long, default_value_t = 0.1)]
+    /// Probability of keeping a hook-triggered retry in full (otherwise only the final attempt). At 0.6
+    /// about 6% of kept records carry a fired hook and its feedback under the default noise rates
+    /// (docs/hsa-fidelity.md): enough feedback tokens to learn the recovery from, while the rejected
+    /// attempts they contain take no loss.
+    #[arg(long, default_value_t = 0.6)]
     pub keep_retry_prob: f64,
     /// Write the kept/dropped summary here as JSON.
     #[arg(long, value_name = "FILE")]

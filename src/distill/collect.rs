@@ -85,12 +85,14 @@ impl Summary {
         for (k, v) in &self.kept_by_harness {
             s.push_str(&format!("{:<34} {:>8}\n", format!("kept under {k}"), v));
         }
+        // The share is what `--keep-retry-prob` is chosen for (docs/hsa-fidelity.md: at least 5%).
         s.push_str(&format!(
-            "{:<34} {:>8}\n{:<34} {:>8}\n",
+            "{:<34} {:>8}\n{:<34} {:>8} ({:.2}% of kept)\n",
             "kept with a fired hook",
             self.kept_with_hook,
             "  with its feedback kept",
-            self.kept_with_feedback
+            self.kept_with_feedback,
+            100.0 * self.kept_with_feedback as f64 / self.kept.max(1) as f64
         ));
         for (hook, kinds) in &self.hooks_fired {
             for (kind, n) in kinds {

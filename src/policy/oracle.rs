@@ -2,7 +2,8 @@
 //! names, argument keys, tool schemas, reply-length limit, round and tool-call budgets — and this turn's tool results,
 //! and uses the task's hidden ask only to know what the viewer wants. So it behaves correctly under any
 //! renamed or rewritten harness, recovers from tool faults by retrying, and shortens its reply when a
-//! hook says it is too long.
+//! hook says it is too long. It is handed the canonical → surface names map; the reading oracle
+//! (`reading.rs`) makes the same decisions but has to find the names by reading.
 
 use std::collections::{HashMap, HashSet};
 
@@ -21,13 +22,48 @@ use crate::sim::tasks::{skill_for, Ask, Aspect};
 const MAX_ATTEMPTS: usize = 5;
 
 pub struct Oracle {
-    names: Names,
+    surface: Surface,
+    limits: Limits,
+}
+
+/// How the oracle finds the harness's surface names. [`Oracle`] is handed them (the names map and the
+/// harness it plays); the reading oracle ([`super::reading`]) reads them from the prompt and tool specs.
+#[derive(Debug, Clone, Default)]
+pub struct Surface {
+    /// Canonical → surface names of tools, skills and argument keys.
+    pub names: Names,
     /// Surface name of the skill-loading tool, when skills are loaded through a tool.
-    load_tool: Option<String>,
-    skills: HashSet<String>,
+    pub load_tool: Option<String>,
+    /// Surface names of the skills the harness offers.
+    pub skills: HashSet<String>,
+}
+
+/// The numbers the oracle keeps to: taken from the harness it plays, by both oracles (the prompt states
+/// them; what the reading oracle measures is finding names).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
     max_reply_chars: u64,
     max_rounds: u64,
     max_tool_calls: u64,
+}
+
+impl Limits {
+    pub fn of(harness: &Harness) -> Limits {
+        // The strictest length the harness enforces: the limit, or a reply_length hook's own bound.
+        let mut max_reply_chars = harness.limits().max_reply_chars;
+        for (event, _, hook) in harness.hooks().iter() {
+            if let (HookEvent::Stop, Hook::Builtin(b)) = (event, hook) {
+                if let BuiltinCheck::ReplyLength(p) = &b.check {
+                    max_reply_chars = max_reply_chars.min(p.max_chars.unwrap_or(max_reply_chars));
+                }
+            }
+        }
+        Limits {
+            max_reply_chars,
+            max_rounds: harness.limits().max_rounds,
+            max_tool_calls: harness.limits().max_tool_calls,
+        }
+    }
 }
 
 /// One tool call the oracle needs: surface name and arguments.
@@ -53,16 +89,7 @@ impl Oracle {
         let load = &harness.manifest().skills.load_tool;
         let load_tool = (harness.skills_mode() == SkillsMode::Tool && harness.tool(load).is_some())
             .then(|| load.clone());
-        // The strictest length the harness enforces: the limit, or a reply_length hook's own bound.
-        let mut max_reply_chars = harness.limits().max_reply_chars;
-        for (event, _, hook) in harness.hooks().iter() {
-            if let (HookEvent::Stop, Hook::Builtin(b)) = (event, hook) {
-                if let BuiltinCheck::ReplyLength(p) = &b.check {
-                    max_reply_chars = max_reply_chars.min(p.max_chars.unwrap_or(max_reply_chars));
-                }
-            }
-        }
-        Oracle {
+        let surface = Surface {
             names,
             load_tool,
             skills: harness
@@ -70,13 +97,14 @@ impl Oracle {
                 .iter()
                 .map(|s| s.name().to_string())
                 .collect(),
-            max_reply_chars,
-            max_rounds: harness.limits().max_rounds,
-            max_tool_calls: harness.limits().max_tool_calls,
+        };
+        Oracle {
+            surface,
+            limits: Limits::of(harness),
         }
     }
 
-    fn has_tool(&self, conv: &Conversation<'_>, surface: &str) -> Option<Value> {
+    fn has_tool(conv: &Conversation<'_>, surface: &str) -> Option<Value> {
         conv.tools
             .iter()
             .find(|t| t.function.name == surface)
@@ -85,17 +113,15 @@ impl Oracle {
 
     /// The calls that answer `ask`, shaped to the harness's version of each tool (its surface name and
     /// the arguments its schema takes). Tools the harness lacks are left out.
-    fn needs(&self, conv: &Conversation<'_>, ask: &Ask) -> Vec<Need> {
+    fn needs(names: &Names, conv: &Conversation<'_>, ask: &Ask) -> Vec<Need> {
         let mut out = Vec::new();
         let mut want = |canonical: &'static str, args: Value| {
-            let tool = self.names.tool_surface(canonical).to_string();
-            let Some(schema) = self.has_tool(conv, &tool) else {
+            let tool = names.tool_surface(canonical).to_string();
+            let Some(schema) = Self::has_tool(conv, &tool) else {
                 return;
             };
             let props = schema.get("properties").and_then(Value::as_object);
-            let args = self
-                .names
-                .args_surface(canonical, args.as_object().unwrap_or(&Map::new()));
+            let args = names.args_surface(canonical, args.as_object().unwrap_or(&Map::new()));
             let mut kept = Map::new();
             for (k, v) in &args {
                 if !v.is_null() && props.is_none_or(|p| p.contains_key(k)) {
@@ -159,6 +185,13 @@ impl Policy for Oracle {
     }
 
     fn respond(&self, conv: &Conversation<'_>) -> Result<Message> {
+        Oracle::decide(conv, &self.surface, &self.limits)
+    }
+}
+
+impl Oracle {
+    /// The oracle's next message: its decisions, with names found through `surface`.
+    pub fn decide(conv: &Conversation<'_>, surface: &Surface, limits: &Limits) -> Result<Message> {
         let task = conv
             .task
             .context("the oracle teacher needs the simulated task")?;
@@ -172,16 +205,16 @@ impl Policy for Oracle {
         } else {
             ask.aspect
         });
-        if let Some(load) = &self.load_tool {
-            let surface = self.names.skill_surface(skill).to_string();
+        if let Some(load) = &surface.load_tool {
+            let name = surface.names.skill_surface(skill).to_string();
             let loaded = history.calls.iter().any(|(t, _, _)| t == load);
-            if !loaded && self.skills.contains(&surface) {
-                calls.push((load.clone(), json!({ "name": surface })));
+            if !loaded && surface.skills.contains(&name) {
+                calls.push((load.clone(), json!({ "name": name })));
             }
         }
-        let needs = self.needs(conv, &ask);
-        let rounds_left = self.max_rounds.saturating_sub(history.rounds);
-        let calls_left = self
+        let needs = Self::needs(&surface.names, conv, &ask);
+        let rounds_left = limits.max_rounds.saturating_sub(history.rounds);
+        let calls_left = limits
             .max_tool_calls
             .saturating_sub(history.calls.len() as u64);
         let mut results: HashMap<&'static str, Value> = HashMap::new();
@@ -203,7 +236,7 @@ impl Policy for Oracle {
         // Data calls still pending: make them (with the skill load, in one round) before replying.
         if calls
             .iter()
-            .any(|(t, _)| Some(t) != self.load_tool.as_ref())
+            .any(|(t, _)| Some(t) != surface.load_tool.as_ref())
             || (history.rounds == 0 && !calls.is_empty())
         {
             return Ok(tool_message(calls, history.rounds));
@@ -213,7 +246,7 @@ impl Policy for Oracle {
             String::new()
         } else {
             let candidates = compose(&ask, &results);
-            fit(&candidates, self.max_reply_chars, shrink)
+            fit(&candidates, limits.max_reply_chars, shrink)
         };
         Ok(Message::text(Role::Assistant, text))
     }
