@@ -174,8 +174,14 @@ fn weight_zero_assistant_messages_are_context_not_loss() {
 /// The tokens of the view whose text overlaps the one occurrence of `text` in the decoded stream.
 fn tokens_of(b: &ViewBuilder, v: &TrainingView, text: &str) -> std::ops::Range<usize> {
     let full = decode(b, &v.tokens);
-    let at = full.find(text).unwrap_or_else(|| panic!("{text:?} is not in the view"));
-    assert_eq!(full.matches(text).count(), 1, "{text:?} occurs more than once");
+    let at = full
+        .find(text)
+        .unwrap_or_else(|| panic!("{text:?} is not in the view"));
+    assert_eq!(
+        full.matches(text).count(),
+        1,
+        "{text:?} occurs more than once"
+    );
     // Where each token's text starts (ASCII records: every prefix decodes to a prefix of the stream).
     let starts: Vec<usize> = (0..=v.tokens.len())
         .map(|k| decode(b, &v.tokens[..k]).len())
@@ -197,7 +203,8 @@ fn a_kept_retry_trajectory_trains_the_retried_call_and_not_the_rejected_attempt(
     let b = ViewBuilder::from_dir(dir.path()).unwrap();
     let rejected_call = r#"{"product_id": "p1", "quantity": 50}"#;
     let retried_call = r#"{"product_id": "p1", "quantity": 20}"#;
-    let rejected_reply = "Here is your link for 20 pieces, a great deal, grab it now before the stream ends!";
+    let rejected_reply =
+        "Here is your link for 20 pieces, a great deal, grab it now before the stream ends!";
     let reply = "Link: https://s.shop/p1 for 20.";
     let call = |id: &str, args: &str| {
         json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
@@ -244,9 +251,15 @@ fn a_kept_retry_trajectory_trains_the_retried_call_and_not_the_rejected_attempt(
     assert!(all_one(retried_call), "the retried call is not trained");
     assert!(all_one(reply), "the accepted reply is not trained");
     let r = runs(&v.loss_mask);
-    let trained: Vec<String> = r.iter().map(|&(s, e)| decode(&b, &v.tokens[s..e])).collect();
+    let trained: Vec<String> = r
+        .iter()
+        .map(|&(s, e)| decode(&b, &v.tokens[s..e]))
+        .collect();
     assert_eq!(trained.len(), 2, "{trained:?}");
-    assert!(trained[0].contains(retried_call) && trained[1].contains(reply), "{trained:?}");
+    assert!(
+        trained[0].contains(retried_call) && trained[1].contains(reply),
+        "{trained:?}"
+    );
 }
 
 #[test]
