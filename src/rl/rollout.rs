@@ -17,8 +17,6 @@ use burn::prelude::Backend;
 /// The episodes of one task under one harness.
 #[derive(Debug, Clone)]
 pub struct Group {
-    pub task: usize,
-    pub harness: usize,
     pub episodes: Vec<Trajectory>,
     /// Episodes the policy could not play (a prompt longer than the model's context, say): left out
     /// of the group rather than scored as failures the policy could learn nothing from.
@@ -35,14 +33,17 @@ pub fn draws(
     tasks: usize,
     harnesses: usize,
 ) -> Vec<(usize, usize)> {
+    let mut orders: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
     (0..per_step)
         .map(|j| {
             let k = step * per_step + j;
-            let (epoch, at) = (k / tasks, k % tasks);
-            let mut order: Vec<usize> = (0..tasks).collect();
-            Rng::derive(seed, &format!("tasks/{epoch}")).shuffle(&mut order);
+            let order = orders.entry(k / tasks).or_insert_with_key(|epoch| {
+                let mut order: Vec<usize> = (0..tasks).collect();
+                Rng::derive(seed, &format!("tasks/{epoch}")).shuffle(&mut order);
+                order
+            });
             let harness = Rng::derive(seed, &format!("harness/{step}/{j}")).below(harnesses);
-            (order[at], harness)
+            (order[k % tasks], harness)
         })
         .collect()
 }
@@ -94,9 +95,7 @@ where
     });
     let mut groups: Vec<Group> = picks
         .iter()
-        .map(|&(task, harness)| Group {
-            task,
-            harness,
+        .map(|_| Group {
             episodes: Vec::with_capacity(generations),
             errors: Vec::new(),
         })

@@ -27,7 +27,6 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
 use super::advantage::{advantages, AdvantageConfig, Advantages};
@@ -43,6 +42,7 @@ use crate::record::{Scores, Trajectory};
 use crate::train::checkpoint;
 use crate::train::metrics;
 use crate::train::optim::{cosine_with_warmup, AdamW, AdamWConfig};
+use crate::train::trainer::step_progress;
 use crate::train::view::{SegmentKind, ViewBuilder};
 
 /// The rewards of tool-calling turns, in the judge's names.
@@ -171,11 +171,7 @@ where
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(inputs.concurrency.max(1))
         .build()?;
-    let pb = ProgressBar::new(cfg.max_steps as u64).with_position(state.step as u64);
-    pb.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} steps {msg} [{elapsed} < {eta}]")
-            .expect("static template"),
-    );
+    let pb = step_progress(cfg.max_steps, state.step);
     while state.step < cfg.max_steps {
         if stop.load(Ordering::SeqCst) {
             break;

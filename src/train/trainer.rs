@@ -422,6 +422,16 @@ pub fn step_gradients<B: AutodiffBackend>(
     Ok((parts, buffer))
 }
 
+/// The progress bar of a training loop: `max_steps` steps, `done` of them already (a resumed run).
+pub fn step_progress(max_steps: usize, done: usize) -> ProgressBar {
+    let pb = ProgressBar::new(max_steps as u64).with_position(done as u64);
+    pb.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} steps {msg} [{elapsed} < {eta}]")
+            .expect("static template"),
+    );
+    pb
+}
+
 /// Trains `model` (or, with `resume`, the newest checkpoint under `dirs.out`) on `data`.
 /// `stop` (set by Ctrl-C) ends the run after the current step with a checkpoint.
 pub fn train<B: AutodiffBackend>(
@@ -462,11 +472,7 @@ pub fn train<B: AutodiffBackend>(
         bucket(&lengths, cfg.batch_tokens)
     };
     let mut sampler = Sampler::new(batches, state.seed, state.cursor);
-    let pb = ProgressBar::new(cfg.max_steps as u64).with_position(state.step as u64);
-    pb.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} steps {msg} [{elapsed} < {eta}]")
-            .expect("static template"),
-    );
+    let pb = step_progress(cfg.max_steps, state.step);
     let started = Instant::now();
     let out_of_time = || {
         cfg.max_seconds
