@@ -11,7 +11,7 @@ const LAYERS: &[&[&str]] = &[
     &["model"],
     &["sim", "policy"],
     &["agent", "hsa", "judge"],
-    &["train", "eval", "distill", "rl"],
+    &["train", "eval", "distill", "rl", "evolve"],
     &["serve", "replay"],
 ];
 

@@ -52,13 +52,6 @@ pub struct RolloutArgs {
     /// Canonical → surface names of this harness (JSON `{"tools": {...}, "skills": {...}}`); identity without.
     #[arg(long, value_name = "FILE")]
     pub names: Option<PathBuf>,
-    /// The harness `--policy reading-oracle` knows (the one `--harness` is a variant of); `--harness`
-    /// itself without.
-    #[arg(long, value_name = "DIR")]
-    pub original: Option<PathBuf>,
-    /// Canonical → surface names of `--original`; identity without.
-    #[arg(long, value_name = "FILE")]
-    pub original_names: Option<PathBuf>,
     /// Task JSONL (same as --input).
     #[arg(long, value_name = "FILE")]
     pub tasks: Option<String>,
@@ -72,8 +65,28 @@ pub struct RolloutArgs {
     pub faults: FaultPlan,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Episodes run at once.
+    #[arg(long, default_value_t = 2)]
+    pub concurrency: usize,
+    /// Exit with status 1 when the success rate is below this (0–1).
+    #[arg(long)]
+    pub min_success: Option<f64>,
+}
+
+/// Which policy plays, and what it needs (`hat sim rollout`, `hat evolve run`).
+#[derive(Debug, Clone, Args)]
+pub struct PolicyArgs {
     #[arg(long, value_enum, default_value_t = PolicyKind::Oracle)]
     pub policy: PolicyKind,
+    /// The harness `--policy reading-oracle` knows (the one `--harness` is a variant of); `--harness`
+    /// itself without.
+    #[arg(long, value_name = "DIR")]
+    pub original: Option<PathBuf>,
+    /// Canonical → surface names of `--original`; identity without.
+    #[arg(long, value_name = "FILE")]
+    pub original_names: Option<PathBuf>,
     /// Checkpoint directory of `--policy local` (weights, tokenizer.json, chat template).
     #[arg(long, value_name = "DIR", required_if_eq("policy", "local"))]
     pub model_dir: Option<PathBuf>,
@@ -87,12 +100,46 @@ pub struct RolloutArgs {
     pub model: String,
     #[command(flatten)]
     pub client: ClientArgs,
-    /// Episodes run at once.
-    #[arg(long, default_value_t = 2)]
-    pub concurrency: usize,
-    /// Exit with status 1 when the success rate is below this (0–1).
-    #[arg(long)]
-    pub min_success: Option<f64>,
+}
+
+impl PolicyArgs {
+    /// The policy for episodes under `harness`, whose canonical → surface names are `names`; `seed`
+    /// seeds a sampling policy.
+    pub fn build(&self, harness: &Harness, names: &Names, seed: u64) -> Result<Box<dyn Policy>> {
+        Ok(match self.policy {
+            PolicyKind::Oracle => Box::new(Oracle::new(harness, names.clone())),
+            // The runtime keeps the names (the sandbox and the success check speak canonical ids); the
+            // policy is not given them.
+            PolicyKind::ReadingOracle => {
+                let original = match &self.original {
+                    Some(dir) => Harness::load(dir)?,
+                    None => harness.clone(),
+                };
+                let original_names = load_names(self.original_names.as_deref())?;
+                Box::new(ReadingOracle::new(&original, &original_names, harness)?)
+            }
+            PolicyKind::Openai => Box::new(OpenAi::new(self.client.config(&self.url, &self.model))),
+            PolicyKind::Local => {
+                let dir = self
+                    .model_dir
+                    .as_deref()
+                    .context("--policy local needs --model-dir DIR")?;
+                let options = LocalOptions {
+                    tool_call_format: match harness.manifest().model.tool_call_format {
+                        crate::harness::ToolCallFormat::HermesJson => ToolCallFormat::Hermes,
+                        crate::harness::ToolCallFormat::Qwen3Xml => ToolCallFormat::Qwen3Xml,
+                    },
+                    sampling: SamplingParams {
+                        temperature: self.client.temperature as f32,
+                        seed,
+                        max_tokens: self.max_tokens,
+                        ..SamplingParams::default()
+                    },
+                };
+                Box::new(LocalPolicy::load(dir, options)?)
+            }
+        })
+    }
 }
 
 /// A names map file (`{"tools": {...}, "skills": {...}, "params": {...}}`); identity without one.
@@ -117,43 +164,8 @@ fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
     let harness = Harness::load(&a.harness)?;
     let names = load_names(a.names.as_deref())?;
     let catalog = a.catalog.load()?;
-    let agent = Agent::new(&harness, names.clone())?;
-    let policy: Box<dyn Policy> = match a.policy {
-        PolicyKind::Oracle => Box::new(Oracle::new(&harness, names)),
-        // The runtime keeps `--names` (the sandbox and the success check speak canonical ids); the
-        // policy is not given them.
-        PolicyKind::ReadingOracle => {
-            let original = match &a.original {
-                Some(dir) => Harness::load(dir)?,
-                None => harness.clone(),
-            };
-            let original_names = load_names(a.original_names.as_deref())?;
-            Box::new(ReadingOracle::new(&original, &original_names, &harness)?)
-        }
-        PolicyKind::Openai => {
-            let cfg = a.client.config(&a.url, &a.model);
-            Box::new(OpenAi::new(cfg))
-        }
-        PolicyKind::Local => {
-            let dir = a
-                .model_dir
-                .as_deref()
-                .context("--policy local needs --model-dir DIR")?;
-            let options = LocalOptions {
-                tool_call_format: match harness.manifest().model.tool_call_format {
-                    crate::harness::ToolCallFormat::HermesJson => ToolCallFormat::Hermes,
-                    crate::harness::ToolCallFormat::Qwen3Xml => ToolCallFormat::Qwen3Xml,
-                },
-                sampling: SamplingParams {
-                    temperature: a.client.temperature as f32,
-                    seed: a.seed,
-                    max_tokens: a.max_tokens,
-                    ..SamplingParams::default()
-                },
-            };
-            Box::new(LocalPolicy::load(dir, options)?)
-        }
-    };
+    let policy = a.policy.build(&harness, &names, a.seed)?;
+    let agent = Agent::new(&harness, names)?;
     if a.concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }

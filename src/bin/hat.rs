@@ -38,6 +38,9 @@ enum Group {
     /// Model checkpoints: summary, raw logits, text generation, random-initialised presets.
     #[command(subcommand)]
     Model(hat::model::cli::ModelCommand),
+    /// Harness evolution: diagnose failures, propose and evaluate edits, keep a versioned ledger.
+    #[command(subcommand)]
+    Evolve(hat::evolve::cli::EvolveCommand),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Group::Sim(cmd) => hat::agent::cli::run(cmd, &mut err),
         Group::Tokenizer(cmd) => hat::tokenizer_cli::run(cmd, &mut out, &mut err),
         Group::Model(cmd) => hat::model::cli::run(cmd, &mut out, &mut err),
+        Group::Evolve(cmd) => hat::evolve::cli::run(cmd, &mut out, &mut err),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -4,7 +4,7 @@
 //! A number found nowhere is invented. The score is the share of the reply's numbers that are grounded.
 
 use super::episode::Episode;
-use super::Dimension;
+use super::{Dimension, FailureKind};
 
 pub fn score(ep: &Episode) -> Dimension {
     let Some(reply) = &ep.reply else {
@@ -12,7 +12,8 @@ pub fn score(ep: &Episode) -> Dimension {
             Some(e) if e.silent => {
                 Dimension::new(1.0, "stayed silent as required: nothing to be wrong about")
             }
-            _ => Dimension::new(0.0, "no final reply to check"),
+            _ => Dimension::new(0.0, "no final reply to check")
+                .with_shortfall(FailureKind::NoReply, ""),
         };
     };
     let claimed = numbers(reply);
@@ -36,14 +37,18 @@ pub fn score(ep: &Episode) -> Dimension {
         )
     } else {
         let list: Vec<&str> = invented.iter().map(|s| s.as_str()).collect();
-        Dimension::new(
+        let mut d = Dimension::new(
             value,
             format!(
                 "invented numbers {} ({grounded}/{} grounded)",
                 list.join(", "),
                 claimed.len()
             ),
-        )
+        );
+        for n in list {
+            d = d.with_shortfall(FailureKind::UngroundedNumber, n);
+        }
+        d
     }
 }
 

@@ -7,7 +7,7 @@
 //! active `max_reply_chars` keeps half its credit (the overlay cuts it, the viewer still got something).
 
 use super::episode::Episode;
-use super::Dimension;
+use super::{Dimension, FailureKind};
 use crate::sim::success::states;
 
 /// The share of credit an over-long reply keeps.
@@ -19,15 +19,18 @@ pub fn score(ep: &Episode) -> Dimension {
         return if silent {
             Dimension::new(1.0, "stayed silent as required")
         } else {
-            Dimension::new(0.0, "no final reply")
+            Dimension::new(0.0, "no final reply").with_shortfall(FailureKind::NoReply, "")
         };
     };
     if silent {
-        return Dimension::new(0.0, "replied where the harness requires silence");
+        return Dimension::new(0.0, "replied where the harness requires silence")
+            .with_shortfall(FailureKind::RepliedWhenSilent, "");
     }
 
     let mut parts: Vec<f64> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
+    let mut shortfalls: Vec<(FailureKind, String)> = Vec::new();
+    let chars = reply.chars().count() as u64;
     if let Some(e) = ep.expected {
         if !e.facts.is_empty() {
             let missing: Vec<&str> = e
@@ -41,6 +44,17 @@ pub fn score(ep: &Episode) -> Dimension {
             if missing.is_empty() {
                 notes.push(format!("states all {} expected facts", e.facts.len()));
             } else {
+                shortfalls.extend(
+                    missing
+                        .iter()
+                        .map(|f| (FailureKind::MissingFact, f.to_string())),
+                );
+                // A reply that used (nearly) all of its room and still left facts out was cut by the limit.
+                if let Some((max, _)) = ep.max_reply_chars {
+                    if chars * 10 >= max * 9 {
+                        shortfalls.push((FailureKind::ReplyAtLimit, "max_reply_chars".into()));
+                    }
+                }
                 notes.push(format!(
                     "misses facts {} ({stated}/{})",
                     missing.join(", "),
@@ -51,6 +65,9 @@ pub fn score(ep: &Episode) -> Dimension {
         if e.clarify {
             let asks = reply.contains('?') || reply.contains('？');
             parts.push(if asks { 1.0 } else { 0.0 });
+            if !asks {
+                shortfalls.push((FailureKind::NoClarifyingQuestion, String::new()));
+            }
             notes.push(
                 if asks {
                     "asks a clarifying question"
@@ -73,6 +90,9 @@ pub fn score(ep: &Episode) -> Dimension {
                 .collect();
             let hands_over = links.iter().any(|l| reply.contains(l));
             parts.push(if hands_over { 1.0 } else { 0.0 });
+            if !hands_over {
+                shortfalls.push((FailureKind::NoPurchaseLink, "create_purchase_link".into()));
+            }
             notes.push(
                 if hands_over {
                     "hands over the purchase link"
@@ -100,13 +120,17 @@ pub fn score(ep: &Episode) -> Dimension {
             .collect();
         if !said.is_empty() {
             value = 0.0;
+            shortfalls.extend(
+                said.iter()
+                    .map(|t| (FailureKind::ForbiddenTerm, t.to_string())),
+            );
             notes.push(format!("says forbidden {}", said.join(", ")));
         }
     }
-    let chars = reply.chars().count() as u64;
     match ep.max_reply_chars {
         Some((max, source)) if chars > max => {
             value *= OVER_LENGTH_FACTOR;
+            shortfalls.push((FailureKind::OverLongReply, "max_reply_chars".into()));
             notes.push(format!(
                 "{chars} chars over the limit {max} ({})",
                 source.as_str()
@@ -115,7 +139,9 @@ pub fn score(ep: &Episode) -> Dimension {
         Some((max, _)) => notes.push(format!("{chars}/{max} chars")),
         None => notes.push(format!("{chars} chars, no length limit found")),
     }
-    Dimension::new(value, notes.join("; "))
+    let mut d = Dimension::new(value, notes.join("; "));
+    d.shortfalls = shortfalls;
+    d
 }
 
 /// `http(s)://…` runs in a tool result, up to a quote, space or bracket.

@@ -4,8 +4,10 @@
 //!
 //! Results go into `scores` (`accuracy`, `effectiveness`, `tool_rationality`, `skill_selection`,
 //! `cot_length`, `judge: "verifiable"`), one short reason per dimension into `scores.reasons`, and the
-//! counts the rubric metrics aggregate into `scores.details`. A dimension that cannot be observed (no
-//! expected skill, no way to see the choice) is left unset and says why, never a silent 0.
+//! counts the rubric metrics aggregate into `scores.details`. Every shortfall is also written as a
+//! countable [`Failure`] into `scores.failures` (what `hat evolve diagnose` clusters). A dimension that
+//! cannot be observed (no expected skill, no way to see the choice) is left unset and says why, never a
+//! silent 0.
 
 pub mod accuracy;
 pub mod cot;
@@ -15,6 +17,7 @@ pub mod skill_selection;
 pub mod tool_rationality;
 
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::record::Trajectory;
@@ -28,6 +31,8 @@ pub struct Dimension {
     pub reason: String,
     /// Counts behind the score, for aggregate metrics.
     pub details: Option<Value>,
+    /// What fell short, one entry per shortfall (`reason` says the same in words).
+    pub shortfalls: Vec<(FailureKind, String)>,
 }
 
 impl Dimension {
@@ -36,6 +41,7 @@ impl Dimension {
             value: value.clamp(0.0, 1.0),
             reason: reason.into(),
             details: None,
+            shortfalls: Vec::new(),
         }
     }
 
@@ -43,6 +49,60 @@ impl Dimension {
         self.details = Some(details);
         self
     }
+
+    /// Adds a shortfall of `kind` about `subject` (a canonical tool or skill id, a fact, a limit).
+    pub fn with_shortfall(mut self, kind: FailureKind, subject: impl Into<String>) -> Dimension {
+        self.shortfalls.push((kind, subject.into()));
+        self
+    }
+}
+
+/// The kinds of shortfall the verifiable judge tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// A number in the reply found in no tool result, viewer message or prompt (subject: the number).
+    UngroundedNumber,
+    /// No final reply where one was due.
+    NoReply,
+    /// A reply where the harness requires silence.
+    RepliedWhenSilent,
+    /// An expected fact not stated (subject: the fact).
+    MissingFact,
+    /// Facts missing from a reply that used (nearly) all of `max_reply_chars`: the limit cut them.
+    ReplyAtLimit,
+    /// A reply longer than the active `max_reply_chars`.
+    OverLongReply,
+    /// A compliance term said (subject: the term).
+    ForbiddenTerm,
+    NoClarifyingQuestion,
+    NoPurchaseLink,
+    /// An expected call not made, or made with wrong key arguments (subject: canonical tool id).
+    MissingCall,
+    /// A call to a tool the record does not offer (subject: the name called).
+    HallucinatedTool,
+    /// Arguments that are not a JSON object (subject: canonical tool id).
+    MalformedArgs,
+    /// The same successful call made again (subject: canonical tool id).
+    RedundantCall,
+    /// A data tool called where a clarifying question or silence was wanted (subject: canonical id).
+    UnnecessaryCall,
+    /// A failed call never retried (subject: canonical tool id).
+    FaultNotRecovered,
+    /// No skill chosen where one applies (subject: the expected canonical skill id).
+    NoSkill,
+    /// Another skill chosen (subject: the expected canonical skill id).
+    WrongSkill,
+    /// The expected skill chosen among too many (subject: the expected canonical skill id).
+    TooManySkills,
+}
+
+/// One countable shortfall of a scored record: the dimension, its kind and what it is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Failure {
+    pub dimension: String,
+    pub kind: FailureKind,
+    pub subject: String,
 }
 
 /// All scores of one trajectory.
@@ -106,6 +166,29 @@ pub fn score(traj: &mut Trajectory, counter: &TokenCounter) {
         json!(format!("{} reasoning tokens", v.cot_tokens)),
     );
     s.extra.insert("reasons".into(), Value::Object(reasons));
+    let skill = v.skill_selection.as_ref().ok();
+    let failures: Vec<Failure> = [
+        ("accuracy", Some(&v.accuracy)),
+        ("effectiveness", Some(&v.effectiveness)),
+        ("tool_rationality", Some(&v.tool_rationality)),
+        ("skill_selection", skill),
+    ]
+    .into_iter()
+    .flat_map(|(dimension, d)| {
+        d.into_iter().flat_map(move |d| {
+            d.shortfalls.iter().map(move |(kind, subject)| Failure {
+                dimension: dimension.into(),
+                kind: *kind,
+                subject: subject.clone(),
+            })
+        })
+    })
+    .collect();
+    if failures.is_empty() {
+        s.extra.remove("failures");
+    } else {
+        s.extra.insert("failures".into(), json!(failures));
+    }
     s.extra.insert(
         "details".into(),
         json!({

@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::episode::Episode;
-use super::Dimension;
+use super::{Dimension, FailureKind};
 use crate::record::Trajectory;
 
 /// Skills that may be loaded next to the chosen one without counting as shotgun loading.
@@ -71,5 +71,15 @@ pub fn score(traj: &Trajectory, ep: &Episode) -> Option<Dimension> {
         (true, _) => 0.5,
         (false, _) => 0.0,
     };
-    Some(Dimension::new(value, reason))
+    let shortfall = match (hit, chosen.len()) {
+        (_, 0) => Some(FailureKind::NoSkill),
+        (true, n) if n <= FOCUSED => None,
+        (true, _) => Some(FailureKind::TooManySkills),
+        (false, _) => Some(FailureKind::WrongSkill),
+    };
+    let mut d = Dimension::new(value, reason);
+    if let Some(kind) = shortfall {
+        d = d.with_shortfall(kind, want);
+    }
+    Some(d)
 }

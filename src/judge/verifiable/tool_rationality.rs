@@ -15,7 +15,7 @@
 use serde_json::{json, Map, Value};
 
 use super::episode::{Call, Episode};
-use super::Dimension;
+use super::{Dimension, FailureKind};
 use crate::record::{Names, Trajectory};
 
 /// Tools that only read what the prompt shows or load rules; calling them never acts on a request.
@@ -87,6 +87,38 @@ pub fn score(traj: &Trajectory, ep: &Episode) -> Dimension {
         };
     let recovery = ratio(recovered, failed.len());
 
+    let canonical = |c: &Call| c.canonical.clone().unwrap_or_default();
+    let mut shortfalls: Vec<(FailureKind, String)> = Vec::new();
+    shortfalls.extend(
+        missed
+            .iter()
+            .map(|t| (FailureKind::MissingCall, t.to_string())),
+    );
+    shortfalls.extend(
+        hallucinated
+            .iter()
+            .map(|t| (FailureKind::HallucinatedTool, t.to_string())),
+    );
+    for (i, c) in ep.calls.iter().enumerate() {
+        if c.canonical.is_some() && c.args.is_err() {
+            shortfalls.push((FailureKind::MalformedArgs, canonical(c)));
+        }
+        if failed.contains(&i)
+            && !ep.calls[i + 1..]
+                .iter()
+                .any(|later| later.canonical == c.canonical)
+        {
+            shortfalls.push((FailureKind::FaultNotRecovered, canonical(c)));
+        }
+    }
+    let by_surface = |kind: FailureKind, list: &[&str]| -> Vec<(FailureKind, String)> {
+        list.iter()
+            .map(|s| (kind, ep.names.tool_canonical(s).unwrap_or(s).to_string()))
+            .collect()
+    };
+    shortfalls.extend(by_surface(FailureKind::RedundantCall, &redundant));
+    shortfalls.extend(by_surface(FailureKind::UnnecessaryCall, &unnecessary));
+
     if needed.is_empty() {
         notes.push("no calls required".into());
     } else if missed.is_empty() {
@@ -127,7 +159,10 @@ pub fn score(traj: &Trajectory, ep: &Episode) -> Dimension {
         "hallucinated": hallucinated.len(), "malformed": malformed, "redundant": redundant.len(),
         "unnecessary": unnecessary.len(), "failed": failed.len(), "recovered": recovered,
     });
-    Dimension::new(recall * precision * recovery, notes.join("; ")).with_details(details)
+    let mut d =
+        Dimension::new(recall * precision * recovery, notes.join("; ")).with_details(details);
+    d.shortfalls = shortfalls;
+    d
 }
 
 /// Canonical keys of the arguments the variant's version of canonical tool `tool` takes; only those
