@@ -3,11 +3,12 @@
 //! values, reports, comparisons, the rubric, the LLM judge against a fake endpoint, and the CLI on
 //! malformed input.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+mod fake_endpoint;
+
+use std::sync::atomic::Ordering;
 use std::time::Duration;
+
+use fake_endpoint::serve;
 
 use hat::judge::calibrate::{calibrate, read_labels};
 use hat::judge::compare::compare;
@@ -169,6 +170,83 @@ fn invented_numbers_and_forbidden_terms_are_caught() {
     assert_eq!(t.scores.accuracy, Some(1.0));
     assert_eq!(t.scores.effectiveness, Some(0.0));
     assert!(reason(&t, "effectiveness").contains("forbidden 最便宜"));
+}
+
+/// `scores.failures` as (dimension, kind, subject) triples, sorted.
+fn failures(t: &Trajectory) -> Vec<(String, String, String)> {
+    let mut v: Vec<(String, String, String)> = t
+        .scores
+        .extra
+        .get("failures")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap().to_string();
+            (s("dimension"), s("kind"), s("subject"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn failure(dimension: &str, kind: &str, subject: &str) -> (String, String, String) {
+    (dimension.into(), kind.into(), subject.into())
+}
+
+#[test]
+fn every_shortfall_is_written_as_a_countable_failure() {
+    assert!(
+        scored(good()).scores.extra.get("failures").is_none(),
+        "full marks, no failures"
+    );
+
+    let mut v = good();
+    v["messages"][5]["content"] = json!("到手价¥159，满200减20！");
+    assert_eq!(
+        failures(&scored(v)),
+        [
+            failure("accuracy", "ungrounded_number", "159"),
+            failure("effectiveness", "missing_fact", "179"),
+        ]
+    );
+
+    // Old names under a renamed variant: the failures carry canonical ids, whatever the surface name.
+    let mut v = renamed(good());
+    v["messages"][2]["tool_calls"] = json!([
+        call("c1", "fetch_rules", json!({"name": "product-qa"})),
+        call("c2", "get_promotions", json!({"product_id": "p001"}))
+    ]);
+    assert_eq!(
+        failures(&scored(v)),
+        [
+            failure("skill_selection", "wrong_skill", "product-qa"),
+            failure("tool_rationality", "hallucinated_tool", "get_promotions"),
+            failure("tool_rationality", "missing_call", "get_promotions"),
+        ]
+    );
+
+    // A reply that fills its limit and still leaves the fact out was cut by the limit.
+    let mut v = good();
+    v["meta"] = json!({"limits": {"max_reply_chars": 12}});
+    v["messages"][5]["content"] = json!("满200减20，喜欢就冲");
+    assert_eq!(
+        failures(&scored(v)),
+        [
+            failure("effectiveness", "missing_fact", "179"),
+            failure("effectiveness", "reply_at_limit", "max_reply_chars"),
+        ]
+    );
+
+    // A timeout left unretried.
+    let mut v = good();
+    v["messages"][4]["content"] = json!(r#"{"error":{"code":"timeout","message":"late"}}"#);
+    v["messages"][5]["content"] = json!("喜欢就冲！");
+    assert!(failures(&scored(v)).contains(&failure(
+        "tool_rationality",
+        "fault_not_recovered",
+        "get_promotions"
+    )));
 }
 
 #[test]
@@ -504,43 +582,6 @@ fn rubric_metrics_over_a_robustness_set() {
     );
     assert_eq!((r.fi.num, r.fi.den), (3, 4));
     assert_eq!((r.tco.num, r.tco.den), (1, 4));
-}
-
-/// A fake OpenAI-compatible endpoint: answers each request with `respond(body, n)` (n counts from 0).
-fn serve(
-    respond: impl Fn(&str, usize) -> (u16, String) + Send + 'static,
-) -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let count = Arc::new(AtomicUsize::new(0));
-    let seen = count.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut len = 0usize;
-            let mut line = String::new();
-            while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap();
-                }
-                line.clear();
-            }
-            let mut body = vec![0u8; len];
-            reader.read_exact(&mut body).unwrap();
-            let n = seen.fetch_add(1, Ordering::SeqCst);
-            let (status, text) = respond(std::str::from_utf8(&body).unwrap(), n);
-            let reply = json!({"choices": [{"message": {"role": "assistant", "content": text}}]})
-                .to_string();
-            let payload = if status == 200 {
-                reply
-            } else {
-                "{\"error\":\"busy\"}".to_string()
-            };
-            let _ = write!(stream, "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}", payload.len());
-        }
-    });
-    (url, count)
 }
 
 fn endpoint(url: &str, cache: Option<std::path::PathBuf>) -> Endpoint {

@@ -104,3 +104,69 @@ pub fn unified_diff(a: &Harness, b: &Harness) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn taolive() -> Harness {
+        Harness::load(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/harness-samples/taolive"
+        ))
+        .unwrap()
+    }
+
+    fn edit(path: &str, content: Option<&str>) -> FileEdit {
+        FileEdit {
+            path: path.into(),
+            content: content.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn unsafe_empty_and_no_op_edits_are_refused_with_the_reason() {
+        let h = taolive();
+        let refused = |edits: &[FileEdit]| apply(&h, edits).err().unwrap();
+        assert!(refused(&[]).contains("no edits"));
+        for p in [
+            "../x.md",
+            "skills/../../x.md",
+            "/etc/passwd",
+            "C:/x",
+            "a\\b.md",
+        ] {
+            assert!(
+                refused(&[edit(p, Some("x"))]).starts_with(&format!("edit of '{p}' refused")),
+                "{p}"
+            );
+        }
+        assert!(refused(&[edit(".git/config", Some("x"))]).contains("dot files"));
+        assert!(refused(&[edit("nope.md", None)]).contains("does not have"));
+        let same = String::from_utf8(h.files()["harness.toml"].bytes.clone()).unwrap();
+        assert!(refused(&[edit("harness.toml", Some(&same))]).contains("change nothing"));
+        let invalid = same.replace("max_reply_chars = 120", "max_reply_chars = 0");
+        let why = refused(&[edit("harness.toml", Some(&invalid))]);
+        assert!(
+            why.contains("does not validate") && why.contains("max_reply_chars"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_valid_edit_makes_a_candidate_and_a_diff_of_that_file_only() {
+        let h = taolive();
+        let text = String::from_utf8(h.files()["harness.toml"].bytes.clone()).unwrap();
+        let raised = text.replace("max_reply_chars = 120", "max_reply_chars = 180");
+        let c = apply(&h, &[edit("harness.toml", Some(&raised))]).unwrap();
+        assert_eq!(c.limits().max_reply_chars, 180);
+        assert_ne!(c.hash(), h.hash());
+        let diff = unified_diff(&h, &c);
+        assert!(
+            diff.starts_with("--- a/harness.toml\n+++ b/harness.toml\n"),
+            "{diff}"
+        );
+        assert!(diff.contains("-max_reply_chars = 120\n+max_reply_chars = 180\n"));
+        assert_eq!(unified_diff(&h, &h), "");
+    }
+}

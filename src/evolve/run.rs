@@ -275,3 +275,35 @@ fn figures(episodes: &[Trajectory]) -> std::collections::BTreeMap<String, f64> {
 fn edits_key(p: &Proposal) -> String {
     serde_json::to_string(&p.edits).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(metric: &str, wins: u64, losses: u64, p_value: f64) -> Judged {
+        Judged {
+            metric: metric.into(),
+            mean_parent: None,
+            mean: None,
+            wins,
+            ties: 0,
+            losses,
+            p_value,
+            verdict: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_candidate_advances_only_when_better_somewhere_and_worse_nowhere() {
+        let better = judged("accuracy", 20, 1, 1e-5);
+        let worse = judged("effectiveness", 2, 30, 1e-6);
+        let noise = judged("skill_selection", 3, 2, 1.0);
+        let decision = |c: &[Judged]| decide(c, 0.05).0;
+        assert_eq!(decision(&[better.clone(), noise.clone()]), Decision::Accept);
+        // Revision 1 of the paper: accuracy up, effectiveness down — not an advance.
+        assert_eq!(decision(&[better, worse.clone()]), Decision::Regression);
+        assert_eq!(decision(&[noise.clone()]), Decision::Reject);
+        let (_, why) = decide(&[worse, noise], 0.05);
+        assert!(why.contains("effectiveness 2/30"), "{why}");
+    }
+}
