@@ -1,8 +1,10 @@
 //! Harness evolution end to end, through the `hat` and `judge` binaries: on a copy of the sample
 //! harness whose shipping-info skill no longer says what it is for (`testdata/evolve/taolive-broken`),
-//! the offline loop finds the cluster, proposes a fix, accepts it and records everything; with an
-//! endpoint proposer, unsafe and invalid edits are refused and a harmful one is rejected as a
-//! regression; the ledger agrees with `judge compare` and the history commands read it back.
+//! played by a reading oracle that writes over-long replies on 15% of first attempts, the offline loop
+//! rejects relaxing the reply-length hook as a regression, then finds the damaged skill, fixes it and
+//! records everything; with an endpoint proposer, unsafe and invalid edits are refused and a harmful one
+//! is rejected as a regression; the ledger agrees with `judge compare` and the history commands read it
+//! back.
 
 mod fake_endpoint;
 
@@ -86,85 +88,121 @@ fn evolve(tasks: &Path, out: &Path, extra: &[&str]) -> Output {
     bin("hat", &args)
 }
 
+/// The reading oracle, erring with over-long replies only.
+const NOISY: [&str; 13] = [
+    "--noisy",
+    "--noise-long-reply",
+    "0.15",
+    "--noise-forbidden-term",
+    "0",
+    "--noise-ungrounded-price",
+    "0",
+    "--noise-over-quantity",
+    "0",
+    "--noise-malformed-args",
+    "0",
+    "--noise-wrong-tool",
+    "0",
+];
+
 #[test]
-fn the_offline_loop_finds_the_damaged_skill_fixes_it_and_keeps_the_ledger() {
+fn the_offline_loop_rejects_a_harmful_edit_fixes_the_damaged_skill_and_keeps_the_ledger() {
     let tmp = tempfile::tempdir().unwrap();
     let tasks = dev_tasks(tmp.path());
     let out = tmp.path().join("evo");
-    evolve(&tasks, &out, &["--rounds", "3"]);
+    let run = [&["--rounds", "3"][..], &NOISY].concat();
+    evolve(&tasks, &out, &run);
 
     let entries = ledger(&out);
     let decisions: Vec<&str> = entries
         .iter()
         .map(|e| e["decision"].as_str().unwrap())
         .collect();
-    assert_eq!(decisions, ["baseline", "accept"], "{entries:#?}");
-    let (v0, v1) = (&entries[0], &entries[1]);
-    assert!(v0["figures"]["skill_selection"].as_f64().unwrap() < 0.95);
-    assert_eq!(v1["figures"]["skill_selection"], 1.0);
     assert_eq!(
-        v1["proposal"]["cluster"],
+        decisions,
+        ["baseline", "regression", "accept"],
+        "{entries:#?}"
+    );
+    let (v0, v1, v2) = (&entries[0], &entries[1], &entries[2]);
+    assert!(v0["figures"]["skill_selection"].as_f64().unwrap() < 0.95);
+
+    // The hook that fired most was relaxed first: over-long replies then reached the viewers.
+    assert_eq!(v1["proposal"]["cluster"], "hooks/hook_fired: reply_length");
+    let why = v1["reason"].as_str().unwrap();
+    assert!(why.starts_with("worse on effectiveness 0/"), "{why}");
+    let effectiveness = |e: &Value| e["figures"]["effectiveness"].as_f64().unwrap();
+    assert!(effectiveness(v1) < effectiveness(v0));
+
+    // Then the damaged skill, built on v0 and not on the regression.
+    assert_eq!(
+        v2["proposal"]["cluster"],
         "skill_selection/no_skill: shipping-info"
     );
-    assert_eq!(v1["parent"], 0);
+    assert_eq!(v2["parent"], 0);
+    assert_eq!(v2["figures"]["skill_selection"], 1.0);
+    assert_eq!(effectiveness(v2), effectiveness(v0));
 
-    // The diagnosis named the cluster and the file; the diff touches only that file.
+    // The diagnosis named both clusters and their files; each diff touches only its file.
     let report = std::fs::read_to_string(out.join("diagnosis/v0.md")).unwrap();
     assert!(
-        report.contains("| 1 | skill_selection/no_skill: shipping-info | 22 |")
+        report.contains("| 1 | hooks/hook_fired: reply_length |")
+            && report.contains("| 2 | skill_selection/no_skill: shipping-info | 22 |")
             && report.contains("skills/shipping-info/SKILL.md"),
         "{report}"
     );
-    let diff = std::fs::read_to_string(out.join("diffs/v1.diff")).unwrap();
-    let touched: Vec<&str> = diff.lines().filter(|l| l.starts_with("+++ ")).collect();
-    assert_eq!(touched, ["+++ b/skills/shipping-info/SKILL.md"]);
-    assert_eq!(
-        String::from_utf8(bin("hat", &["evolve", "diff", path(&out), "0", "1"]).stdout).unwrap(),
-        diff
-    );
+    let diff = |v: usize| std::fs::read_to_string(out.join(format!("diffs/v{v}.diff"))).unwrap();
+    let touched = |v: usize| -> Vec<String> {
+        diff(v)
+            .lines()
+            .filter(|l| l.starts_with("+++ "))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(touched(1), ["+++ b/hooks/hooks.json"]);
+    assert_eq!(touched(2), ["+++ b/skills/shipping-info/SKILL.md"]);
+    let direct_diff = bin("hat", &["evolve", "diff", path(&out), "0", "2"]).stdout;
+    assert_eq!(String::from_utf8(direct_diff).unwrap(), diff(2));
 
     // Each comparison in the ledger is what `judge compare` says on the same runs.
-    for c in v1["comparisons"].as_array().unwrap() {
-        let metric = c["metric"].as_str().unwrap().replace('_', "-");
-        let direct: Value = serde_json::from_slice(
-            &bin(
-                "judge",
-                &[
-                    "compare",
-                    path(&out.join("runs/v0.jsonl")),
-                    path(&out.join("runs/v1.jsonl")),
-                    "--metric",
-                    &metric,
-                    "--format",
-                    "json",
-                ],
-            )
-            .stdout,
-        )
-        .unwrap();
-        assert_eq!(
-            (
+    for (v, entry) in [(1, v1), (2, v2)] {
+        for c in entry["comparisons"].as_array().unwrap() {
+            let metric = c["metric"].as_str().unwrap().replace('_', "-");
+            let runs = [
+                out.join("runs/v0.jsonl"),
+                out.join(format!("runs/v{v}.jsonl")),
+            ];
+            let args = [
+                "compare",
+                path(&runs[0]),
+                path(&runs[1]),
+                "--metric",
+                &metric,
+                "--format",
+                "json",
+            ];
+            let direct: Value = serde_json::from_slice(&bin("judge", &args).stdout).unwrap();
+            let ours = [
                 &c["wins"],
                 &c["losses"],
                 &c["ties"],
                 &c["p_value"],
-                &c["verdict"]
-            ),
-            (
+                &c["verdict"],
+            ];
+            let theirs = [
                 &direct["tally"]["wins"],
                 &direct["tally"]["losses"],
                 &direct["tally"]["ties"],
                 &direct["p_value"],
-                &direct["verdict"]
-            ),
-            "{metric}"
-        );
+                &direct["verdict"],
+            ];
+            assert_eq!(ours, theirs, "v{v} {metric}");
+        }
     }
 
     // History, checkout of the best version, and a second run that has nothing left to try.
     let history = String::from_utf8(bin("hat", &["evolve", "history", path(&out)]).stdout).unwrap();
     assert!(
-        history.contains("| v1 | v0 |") && history.contains("accept"),
+        history.contains("| v1 | v0 |") && history.contains("| v2 | v0 |"),
         "{history}"
     );
     let best = tmp.path().join("best");
@@ -173,12 +211,12 @@ fn the_offline_loop_finds_the_damaged_skill_fixes_it_and_keeps_the_ledger() {
         &["evolve", "checkout", path(&out), "--to", path(&best)],
     );
     let hash = String::from_utf8(bin("hat", &["harness", "hash", path(&best)]).stdout).unwrap();
-    assert!(hash.contains(v1["hash"].as_str().unwrap()), "{hash}");
-    let again = evolve(&tasks, &out, &["--rounds", "3"]);
+    assert!(hash.contains(v2["hash"].as_str().unwrap()), "{hash}");
+    let again = evolve(&tasks, &out, &run);
     assert!(String::from_utf8_lossy(&again.stderr).contains("no cluster has an untried proposal"));
     assert_eq!(
         ledger(&out).len(),
-        2,
+        3,
         "a continued run adds nothing when nothing is left"
     );
 }

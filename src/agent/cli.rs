@@ -15,6 +15,7 @@ use crate::harness::Harness;
 use crate::jsonl::JsonlArgs;
 use crate::model::generation::sampling::SamplingParams;
 use crate::policy::local::{LocalOptions, LocalPolicy};
+use crate::policy::noise::{NoiseRates, Noisy};
 use crate::policy::openai::{ClientArgs, OpenAi};
 use crate::policy::oracle::Oracle;
 use crate::policy::reading::ReadingOracle;
@@ -100,13 +101,19 @@ pub struct PolicyArgs {
     pub model: String,
     #[command(flatten)]
     pub client: ClientArgs,
+    /// Wrap the policy in the teacher noise model: it errs on a turn's first attempt at the
+    /// `--noise-*` rates (over-long replies, forbidden terms, …) and the harness's hooks push back.
+    #[arg(long)]
+    pub noisy: bool,
+    #[command(flatten)]
+    pub noise: NoiseRates,
 }
 
 impl PolicyArgs {
     /// The policy for episodes under `harness`, whose canonical → surface names are `names`; `seed`
     /// seeds a sampling policy.
     pub fn build(&self, harness: &Harness, names: &Names, seed: u64) -> Result<Box<dyn Policy>> {
-        Ok(match self.policy {
+        let policy: Box<dyn Policy> = match self.policy {
             PolicyKind::Oracle => Box::new(Oracle::new(harness, names.clone())),
             // The runtime keeps the names (the sandbox and the success check speak canonical ids); the
             // policy is not given them.
@@ -138,7 +145,18 @@ impl PolicyArgs {
                 };
                 Box::new(LocalPolicy::load(dir, options)?)
             }
-        })
+        };
+        if !self.noisy {
+            return Ok(policy);
+        }
+        self.noise.check()?;
+        Ok(Box::new(Noisy::new(
+            policy,
+            harness,
+            names.clone(),
+            self.noise,
+            seed,
+        )))
     }
 }
 

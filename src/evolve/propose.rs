@@ -10,7 +10,10 @@
 //! * expected call not made (`missing_call`): add the viewers' words to the tool's description;
 //! * replies cut at the limit (`reply_at_limit`): raise `max_reply_chars` by half;
 //! * failed calls not retried (`fault_not_recovered`): raise `max_tool_calls` and `max_rounds`;
-//! * invented numbers (`ungrounded_number`): add a `grounded_numbers` hook when the harness has none.
+//! * invented numbers (`ungrounded_number`): add a `grounded_numbers` hook when the harness has none;
+//! * a hook that keeps firing (`hook_fired`): every firing costs the viewer a retry round, so relax it
+//!   by dropping it — the bluntest edit here, and the evaluation's job to reject when the hook was
+//!   doing its work.
 
 use std::collections::BTreeMap;
 
@@ -109,7 +112,19 @@ pub fn rules(cluster: &Cluster, cx: &Context<'_>) -> Vec<Proposal> {
         response: None,
     };
     let Kind::Judge(kind) = cluster.key.kind else {
-        return Vec::new();
+        return drop_hook(h, subject)
+            .map(|edit| {
+                proposal(
+                    format!("relax hook {subject}: drop it"),
+                    format!(
+                        "{subject} fired in {} episodes, each a retry round the viewer waits for",
+                        cluster.episodes
+                    ),
+                    vec![edit],
+                )
+            })
+            .into_iter()
+            .collect();
     };
     let mut out = Vec::new();
     match kind {
@@ -336,6 +351,47 @@ fn add_grounded_numbers_hook(h: &Harness) -> Option<FileEdit> {
         "max_retries": 1,
         "feedback": {"as": "system", "template": "Numbers not found in this turn's tool results: {{ numbers | join(', ') }}. Call a tool first or leave them out."}
     }]}));
+    Some(FileEdit {
+        path: file.to_string(),
+        content: Some(serde_json::to_string_pretty(&doc).ok()? + "\n"),
+    })
+}
+
+/// The hooks file without the hooks labelled `label` (a built-in check's name, or a command's file
+/// name, as `meta.hooks_fired` names them); matcher groups and events left empty go too.
+fn drop_hook(h: &Harness, label: &str) -> Option<FileEdit> {
+    let file = h.hooks_file()?;
+    let mut doc: Value = serde_json::from_slice(&h.files().get(file)?.bytes).ok()?;
+    let events = doc.pointer_mut("/hooks")?.as_object_mut()?;
+    let is_it = |hook: &Value| {
+        hook.get("check").and_then(Value::as_str) == Some(label)
+            || hook
+                .get("command")
+                .and_then(Value::as_str)
+                .is_some_and(|c| c.rsplit('/').next() == Some(label))
+    };
+    let mut dropped = false;
+    for groups in events.values_mut() {
+        let Some(groups) = groups.as_array_mut() else {
+            continue;
+        };
+        for group in groups.iter_mut() {
+            if let Some(hooks) = group.get_mut("hooks").and_then(Value::as_array_mut) {
+                let before = hooks.len();
+                hooks.retain(|hook| !is_it(hook));
+                dropped |= hooks.len() < before;
+            }
+        }
+        groups.retain(|g| {
+            g.get("hooks")
+                .and_then(Value::as_array)
+                .is_none_or(|v| !v.is_empty())
+        });
+    }
+    events.retain(|_, groups| groups.as_array().is_none_or(|v| !v.is_empty()));
+    if !dropped {
+        return None;
+    }
     Some(FileEdit {
         path: file.to_string(),
         content: Some(serde_json::to_string_pretty(&doc).ok()? + "\n"),

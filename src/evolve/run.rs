@@ -97,10 +97,11 @@ fn round(ledger: &mut Ledger, s: &Settings<'_>) -> Result<Option<Entry>> {
             .join(format!("v{}.md", head.version)),
         diagnosis.markdown(&episodes),
     )?;
+    // An edit is tried once in a run: a file content that was refused or did not advance one version
+    // is not proposed again on the next.
     let tried: HashSet<String> = ledger
         .entries
         .iter()
-        .filter(|e| e.parent == Some(head.version))
         .filter_map(|e| e.proposal.as_ref())
         .map(edits_key)
         .collect();
