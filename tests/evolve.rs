@@ -69,6 +69,13 @@ fn ledger(out: &Path) -> Vec<Value> {
         .collect()
 }
 
+fn decisions(entries: &[Value]) -> Vec<&str> {
+    entries
+        .iter()
+        .map(|e| e["decision"].as_str().unwrap())
+        .collect()
+}
+
 fn evolve(tasks: &Path, out: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
         "evolve",
@@ -114,12 +121,8 @@ fn the_offline_loop_rejects_a_harmful_edit_fixes_the_damaged_skill_and_keeps_the
     evolve(&tasks, &out, &run);
 
     let entries = ledger(&out);
-    let decisions: Vec<&str> = entries
-        .iter()
-        .map(|e| e["decision"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        decisions,
+        decisions(&entries),
         ["baseline", "regression", "accept"],
         "{entries:#?}"
     );
@@ -280,12 +283,8 @@ fn endpoint_edits_that_escape_do_not_validate_or_do_harm_are_refused_or_rejected
         ],
     );
     let entries = ledger(&out);
-    let decisions: Vec<&str> = entries
-        .iter()
-        .map(|e| e["decision"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        decisions,
+        decisions(&entries),
         ["baseline", "refused", "refused", "regression", "accept"],
         "{entries:#?}"
     );
