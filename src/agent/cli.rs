@@ -2,7 +2,7 @@
 //! The group lives here, above the simulator, because `rollout` composes the simulator with a policy and
 //! the agent runtime; `catalog` and `tasks` need only the simulator and are `sim::cli`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -11,7 +11,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use super::rollout::{run_batch, Summary};
 use super::{Agent, SimEnv};
 use crate::chat::ToolCallFormat;
-use crate::harness::Harness;
+use crate::hsa::variant::load_harness;
 use crate::jsonl::JsonlArgs;
 use crate::model::generation::sampling::SamplingParams;
 use crate::policy::local::{LocalOptions, LocalPolicy};
@@ -19,7 +19,7 @@ use crate::policy::openai::{ClientArgs, OpenAi};
 use crate::policy::oracle::Oracle;
 use crate::policy::reading::ReadingOracle;
 use crate::policy::Policy;
-use crate::record::{Names, Trajectory};
+use crate::record::Trajectory;
 use crate::sim::cli::{self as sim_cli, CatalogArgs, CatalogSource, TasksArgs};
 use crate::sim::faults::FaultPlan;
 
@@ -36,8 +36,8 @@ pub enum SimCommand {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PolicyKind {
     Oracle,
-    /// The oracle's decisions without `--names`: it finds tools, argument keys and skills by matching
-    /// what it knows of `--original` against the tool specs and the system prompt.
+    /// The oracle's decisions without the names map: it finds tools, argument keys and skills by
+    /// matching what it knows of `--original` against the tool specs and the system prompt.
     ReadingOracle,
     Openai,
     /// A local checkpoint directory (`--model-dir`), run on the CPU.
@@ -46,19 +46,14 @@ pub enum PolicyKind {
 
 #[derive(Debug, Args)]
 pub struct RolloutArgs {
-    /// Harness directory.
+    /// Harness directory. Its canonical → surface names come from its `[serves]` table, or from the
+    /// HSA manifest of a variant directory written by `hsa-augment --out`.
     #[arg(long)]
     pub harness: PathBuf,
-    /// Canonical → surface names of this harness (JSON `{"tools": {...}, "skills": {...}}`); identity without.
-    #[arg(long, value_name = "FILE")]
-    pub names: Option<PathBuf>,
     /// The harness `--policy reading-oracle` knows (the one `--harness` is a variant of); `--harness`
     /// itself without.
     #[arg(long, value_name = "DIR")]
     pub original: Option<PathBuf>,
-    /// Canonical → surface names of `--original`; identity without.
-    #[arg(long, value_name = "FILE")]
-    pub original_names: Option<PathBuf>,
     /// Task JSONL (same as --input).
     #[arg(long, value_name = "FILE")]
     pub tasks: Option<String>,
@@ -95,15 +90,6 @@ pub struct RolloutArgs {
     pub min_success: Option<f64>,
 }
 
-/// A names map file (`{"tools": {...}, "skills": {...}, "params": {...}}`); identity without one.
-fn load_names(path: Option<&Path>) -> Result<Names> {
-    let Some(p) = path else {
-        return Ok(Names::default());
-    };
-    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not a names map", p.display()))
-}
-
 /// Run a `hat sim` command; the return value is the process exit status.
 pub fn run(cmd: &SimCommand, err: &mut dyn std::io::Write) -> Result<i32> {
     match cmd {
@@ -114,20 +100,18 @@ pub fn run(cmd: &SimCommand, err: &mut dyn std::io::Write) -> Result<i32> {
 }
 
 fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
-    let harness = Harness::load(&a.harness)?;
-    let names = load_names(a.names.as_deref())?;
+    let (harness, names) = load_harness(&a.harness)?;
     let catalog = a.catalog.load()?;
     let agent = Agent::new(&harness, names.clone())?;
     let policy: Box<dyn Policy> = match a.policy {
         PolicyKind::Oracle => Box::new(Oracle::new(&harness, names)),
-        // The runtime keeps `--names` (the sandbox and the success check speak canonical ids); the
+        // The runtime keeps the names (the sandbox and the success check speak canonical ids); the
         // policy is not given them.
         PolicyKind::ReadingOracle => {
-            let original = match &a.original {
-                Some(dir) => Harness::load(dir)?,
-                None => harness.clone(),
+            let (original, original_names) = match &a.original {
+                Some(dir) => load_harness(dir)?,
+                None => (harness.clone(), names.clone()),
             };
-            let original_names = load_names(a.original_names.as_deref())?;
             Box::new(ReadingOracle::new(&original, &original_names, &harness)?)
         }
         PolicyKind::Openai => {

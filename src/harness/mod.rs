@@ -30,6 +30,7 @@ pub mod paths;
 pub mod pipeline;
 pub mod problem;
 pub mod render;
+pub mod serves;
 pub mod skills;
 mod toml_error;
 pub mod tools;
@@ -142,6 +143,11 @@ impl Harness {
 
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
+    }
+
+    /// Canonical → surface names of this harness, from its `[serves]` declaration (`serves.rs`).
+    pub fn names(&self) -> crate::record::Names {
+        serves::names(self)
     }
 
     pub fn limits(&self) -> &Limits {
@@ -283,6 +289,7 @@ pub fn check_dir(dir: impl AsRef<Path>) -> Vec<Problem> {
     problems.extend(parsed.problems);
     if let Some(h) = parsed.harness {
         problems.extend(h.validate());
+        problems.extend(serves::coverage(&h));
     }
     problems
 }
