@@ -23,6 +23,7 @@ pub mod context;
 pub mod files;
 pub mod hash;
 pub mod hooks;
+pub mod init;
 pub mod limits;
 pub mod manifest;
 pub mod order;
