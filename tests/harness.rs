@@ -958,8 +958,8 @@ fn serves_declaration_problems_name_the_entry_and_the_fix() {
     let problems = expect_problem(
         &dir,
         "harness.toml",
-        "serves.tools.get_after_sales_policy",
-        "both map to \"lookup_order\"",
+        "serves.tools.get_order_status",
+        "\"get_after_sales_policy\" and \"get_order_status\" both map to \"lookup_order\"",
     );
     expect_problem(
         &dir,

@@ -96,7 +96,7 @@ fn shipped_config_equals_the_defaults_and_typos_are_errors() {
 
 #[test]
 fn every_variant_of_every_sample_validates() {
-    for name in ["taolive", "aftersales"] {
+    for name in ["taolive", "aftersales", "shopdesk"] {
         let base = sample(name);
         for (config, label) in [(Config::default(), "default"), (all_on(), "all ops")] {
             for pool in [Pool::Train, Pool::Eval] {
@@ -119,7 +119,7 @@ fn rename_then_inverse_restores_the_original_byte_for_byte() {
     let mut config = all_on();
     config.ops.rename_tool.share = 1.0;
     config.ops.rename_skill.share = 1.0;
-    for name in ["taolive", "aftersales"] {
+    for name in ["taolive", "aftersales", "shopdesk"] {
         let base = sample(name);
         for seed in 0..10 {
             let v = Variant::draw(
@@ -138,6 +138,18 @@ fn rename_then_inverse_restores_the_original_byte_for_byte() {
                 "every tool renamed"
             );
             assert!(v.harness.files() != base.files());
+            // The variant's own [serves] declaration followed the renames: it names what the variant
+            // serves each canonical id with, as the manifest's canonical names do.
+            let declared = v.harness.names();
+            let canonical = v.canonical_names();
+            for (c, s) in &declared.tools {
+                assert_eq!(canonical.tool_surface(c), s, "{name} seed {seed}: {c}");
+            }
+            for (c, s) in &declared.skills {
+                assert_eq!(canonical.skill_surface(c), s, "{name} seed {seed}: {c}");
+            }
+            // Each sample has entries to check: a [serves] table, or a renamed skill loader.
+            assert!(!declared.tools.is_empty(), "{name} seed {seed}");
             let inverse: HashMap<String, String> = v
                 .names
                 .tools
@@ -176,7 +188,7 @@ fn train_and_eval_pools_produce_disjoint_surface_names() {
     let mut config = all_on();
     config.ops.rename_tool.share = 1.0;
     config.ops.rename_skill.share = 1.0;
-    for name in ["taolive", "aftersales"] {
+    for name in ["taolive", "aftersales", "shopdesk"] {
         let base = sample(name);
         let names = |pool: Pool| -> BTreeSet<String> {
             let s = spec(config.clone(), &[], pool);
@@ -549,13 +561,13 @@ fn written(v: &Variant) -> (tempfile::TempDir, Harness) {
 #[test]
 fn oracle_success_is_unchanged_under_random_variants() {
     let catalog = Catalog::generate(7, 40);
-    for (name, mix, n_tasks) in [
-        ("taolive", None, 60),
-        ("aftersales", Some("after_sales=1"), 30),
-    ] {
+    for (name, n_tasks) in [("taolive", 60), ("aftersales", 30), ("shopdesk", 30)] {
         let base = sample(name);
         let names = base_names(name);
-        let tasks = dev_tasks(&catalog, n_tasks, mix);
+        // The tasks each harness serves, in its declared mix.
+        let mut cfg = TaskConfig::new(Split::Dev, 11);
+        Served::of(&base).apply(&mut cfg);
+        let tasks = tasks::generate(&catalog, &cfg, n_tasks).unwrap();
         let base_rate = rate(&rollouts(&base, names.clone(), &tasks, &catalog));
         let mut s = spec(Config::default(), &[], Pool::Eval);
         s.keep_skills = needed_skills(&tasks, &names);
