@@ -30,8 +30,9 @@ HAT := $(BIN)/hat
 
 .PHONY: run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare rl serve replay replay-set loadtest openai-client-test
 
+# BIN=target/debug runs the pipeline on debug binaries, built without --release (quick checks at small sizes).
 build:
-	$(CARGO) build --release --bins
+	$(CARGO) build $(if $(filter target/release,$(BIN)),--release) --bins
 
 run: build
 	@mkdir -p $(OUT)

@@ -11,6 +11,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use super::rollout::{run_batch, Summary};
 use super::{Agent, SimEnv};
 use crate::chat::ToolCallFormat;
+use crate::harness::serves::{has_skill, has_tool};
+use crate::harness::{Harness, SkillsMode};
 use crate::hsa::variant::load_harness;
 use crate::jsonl::JsonlArgs;
 use crate::model::generation::sampling::SamplingParams;
@@ -19,7 +21,7 @@ use crate::policy::openai::{ClientArgs, OpenAi};
 use crate::policy::oracle::Oracle;
 use crate::policy::reading::ReadingOracle;
 use crate::policy::Policy;
-use crate::record::Trajectory;
+use crate::record::{Names, Trajectory};
 use crate::sim::cli::{self as sim_cli, CatalogArgs, CatalogSource, TasksArgs};
 use crate::sim::faults::FaultPlan;
 
@@ -90,6 +92,17 @@ pub struct RolloutArgs {
     pub min_success: Option<f64>,
 }
 
+/// Whether `h`, under `names`, has every tool and skill the task's ground truth needs (skills only where
+/// the harness asks the model to load one). A task without ground truth asks for nothing.
+fn servable(h: &Harness, names: &Names, t: &Trajectory) -> bool {
+    let Some(e) = t.task.as_ref().and_then(|t| t.expected.as_ref()) else {
+        return true;
+    };
+    e.tool_calls.iter().all(|c| has_tool(h, names, &c.tool))
+        && (h.skills_mode() != SkillsMode::Tool
+            || e.skill.as_deref().is_none_or(|s| has_skill(h, names, s)))
+}
+
 /// Run a `hat sim` command; the return value is the process exit status.
 pub fn run(cmd: &SimCommand, err: &mut dyn std::io::Write) -> Result<i32> {
     match cmd {
@@ -104,7 +117,7 @@ fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
     let catalog = a.catalog.load()?;
     let agent = Agent::new(&harness, names.clone())?;
     let policy: Box<dyn Policy> = match a.policy {
-        PolicyKind::Oracle => Box::new(Oracle::new(&harness, names)),
+        PolicyKind::Oracle => Box::new(Oracle::new(&harness, names.clone())),
         // The runtime keeps the names (the sandbox and the success check speak canonical ids); the
         // policy is not given them.
         PolicyKind::ReadingOracle => {
@@ -157,6 +170,7 @@ fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
     let mut records = io.records::<Trajectory>()?;
     let mut writer = io.writer()?;
     let mut summary = Summary::default();
+    let mut unservable = 0usize;
     let started = Instant::now();
     // Batches keep memory bounded on large inputs while the pool stays busy.
     let batch = 256 * a.concurrency;
@@ -165,6 +179,10 @@ fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
         if chunk.is_empty() {
             break;
         }
+        unservable += chunk
+            .iter()
+            .filter(|t| !servable(&harness, &names, t))
+            .count();
         for (task, result) in
             chunk
                 .iter()
@@ -185,6 +203,15 @@ fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
     writer.finish()?;
     let secs = started.elapsed().as_secs_f64();
     write!(err, "{}", summary.report())?;
+    if unservable > 0 {
+        writeln!(
+            err,
+            "  {unservable} task(s) need a canonical tool or skill harness {} does not serve, so no policy can pass them: \
+             generate tasks with `hat sim tasks --harness {}` (docs/own-harness.md)",
+            harness.name(),
+            a.harness.display()
+        )?;
+    }
     writeln!(
         err,
         "  {:.0} episodes/s ({:.2} s)",

@@ -102,6 +102,7 @@ pub fn tasks(a: &TasksArgs, err: &mut dyn std::io::Write) -> Result<i32> {
     let catalog = a.catalog.load()?;
     let mut cfg = TaskConfig::new(a.split, a.seed);
     cfg.phrasings = a.phrasings.unwrap_or(a.split);
+    let mut served = None;
     if let Some(dir) = &a.harness {
         let h = Harness::load(dir)?;
         let problems = serves::coverage(&h);
@@ -112,6 +113,7 @@ pub fn tasks(a: &TasksArgs, err: &mut dyn std::io::Write) -> Result<i32> {
             ));
         }
         Served::of(&h).apply(&mut cfg);
+        served = Some(h.name().to_string());
     }
     if let Some(m) = &a.mix {
         cfg.mix = m.clone();
@@ -133,6 +135,20 @@ pub fn tasks(a: &TasksArgs, err: &mut dyn std::io::Write) -> Result<i32> {
         tasks::split_name(cfg.phrasings),
         a.seed
     )?;
+    if let Some(name) = served {
+        // What the harness narrowed, so a user sees why some intents or asks never appear.
+        let mix: Vec<String> = cfg.mix.0.iter().map(|(i, w)| format!("{i}={w}")).collect();
+        writeln!(
+            err,
+            "  for harness {name}: mix {}; no task needs {}",
+            mix.join(","),
+            if cfg.unserved.is_empty() {
+                "anything it lacks (it serves every canonical id)".to_string()
+            } else {
+                cfg.unserved.iter().cloned().collect::<Vec<_>>().join(", ")
+            }
+        )?;
+    }
     Ok(0)
 }
 
