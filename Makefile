@@ -9,7 +9,8 @@
 #
 # The pipeline, stage by stage (each a Unix tool over JSONL; outputs under $(OUT)/):
 #   1. validate the sample harness and write held-out harness variants (eval pool)
-#   2. generate viewer tasks (train/dev splits) from the seeded catalog
+#   2. generate viewer tasks (train/dev splits) from the seeded catalog: only tasks $(HARNESS) serves, in
+#      the mix its [serves] table declares (docs/own-harness.md: bring your own harness)
 #   3. teacher rollouts (oracle) under the original harness, with injected tool faults
 #   4. HSA: rewrite the teacher trajectories consistently with augmented harness variants
 #   5. score everything with the verifiable judge and report by intent and variant
@@ -29,15 +30,16 @@ HAT := $(BIN)/hat
 
 .PHONY: run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare rl serve replay replay-set loadtest openai-client-test
 
+# BIN=target/debug runs the pipeline on debug binaries, built without --release (quick checks at small sizes).
 build:
-	$(CARGO) build --release --bins
+	$(CARGO) build $(if $(filter target/release,$(BIN)),--release) --bins
 
 run: build
 	@mkdir -p $(OUT)
 	$(HAT) harness validate $(HARNESS)
 	$(HAT) harness render $(HARNESS) > $(OUT)/system_prompt.txt
-	$(HAT) sim tasks --n $(TRAIN_TASKS) --split train --seed $(SEED) -o $(OUT)/tasks.train.jsonl
-	$(HAT) sim tasks --n $(DEV_TASKS) --split dev --seed $(SEED) -o $(OUT)/tasks.dev.jsonl
+	$(HAT) sim tasks --harness $(HARNESS) --n $(TRAIN_TASKS) --split train --seed $(SEED) -o $(OUT)/tasks.train.jsonl
+	$(HAT) sim tasks --harness $(HARNESS) --n $(DEV_TASKS) --split dev --seed $(SEED) -o $(OUT)/tasks.dev.jsonl
 	rm -rf $(OUT)/heldout-variants
 	$(BIN)/hsa-augment --harness $(HARNESS) --out $(OUT)/heldout-variants --n 8 --pool eval --seed $(SEED) \
 		--keep-skills-of $(OUT)/tasks.dev.jsonl
@@ -100,11 +102,11 @@ distill: build distill-data distill-base
 
 distill-data: build
 	@mkdir -p $(DISTILL)
-	$(HAT) sim tasks --n $(DISTILL_TASKS) --split train --viewers-per-room 16 --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.train.jsonl
-	$(HAT) sim tasks --n $(DISTILL_FIRST_TASKS) --split train --viewers-per-room 64 --seed $$(($(SEED) + 1)) $(CATALOG) \
+	$(HAT) sim tasks --harness $(HARNESS) --n $(DISTILL_TASKS) --split train --viewers-per-room 16 --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.train.jsonl
+	$(HAT) sim tasks --harness $(HARNESS) --n $(DISTILL_FIRST_TASKS) --split train --viewers-per-room 64 --seed $$(($(SEED) + 1)) $(CATALOG) \
 		-o $(DISTILL)/tasks.first.jsonl
-	$(HAT) sim tasks --n $(DISTILL_EVAL_TASKS) --split dev --phrasings train --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.primary.jsonl
-	$(HAT) sim tasks --n $(DISTILL_EVAL_TASKS) --split dev --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.phrasings.jsonl
+	$(HAT) sim tasks --harness $(HARNESS) --n $(DISTILL_EVAL_TASKS) --split dev --phrasings train --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.primary.jsonl
+	$(HAT) sim tasks --harness $(HARNESS) --n $(DISTILL_EVAL_TASKS) --split dev --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.phrasings.jsonl
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.train.jsonl --variants $(DISTILL_VARIANTS) --original-share 0.5 \
 		--keep-retry-prob $(DISTILL_KEEP_RETRY) \
 		--faults $(FAULTS) --seed $(SEED) $(CATALOG) -o $(DISTILL)/teacher.full.jsonl --summary $(DISTILL)/collect.json
@@ -175,7 +177,7 @@ RL_INIT ?= $(call newest,$(DISTILL)/model)
 
 rl: build
 	@mkdir -p $(RL)
-	$(HAT) sim tasks --n 2000 --split train --viewers-per-room 16 --seed $$(($(SEED) + 2)) $(CATALOG) -o $(RL)/tasks.jsonl
+	$(HAT) sim tasks --harness $(HARNESS) --n 2000 --split train --viewers-per-room 16 --seed $$(($(SEED) + 2)) $(CATALOG) -o $(RL)/tasks.jsonl
 	rm -rf $(RL)/variants
 	$(BIN)/hsa-augment --harness $(HARNESS) --out $(RL)/variants --n 8 --pool train --seed $(SEED)
 	$(BIN)/grpo-train --model $(RL_INIT) --tasks $(RL)/tasks.jsonl --harness $(HARNESS) \

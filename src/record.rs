@@ -211,6 +211,42 @@ pub struct Variant {
     pub extra: Extra,
 }
 
+/// The canonical tool ids ground truth names (docs/canonical-ids.md): the simulator's sandbox answers
+/// all of them but `load_skill`, which stands for whatever tool of a harness returns a skill body. They
+/// live with the schema because a harness declares its names against them (`[serves]` in harness.toml)
+/// below the simulator.
+pub const CANONICAL_TOOLS: [&str; 12] = [
+    "search_products",
+    "get_product_detail",
+    "check_inventory",
+    "get_promotions",
+    "get_shipping_info",
+    "get_after_sales_policy",
+    "create_purchase_link",
+    "get_room_state",
+    "update_presentation_order",
+    "search_faq",
+    "get_order_status",
+    "load_skill",
+];
+
+/// The canonical skill ids ground truth names (docs/canonical-ids.md).
+pub const CANONICAL_SKILLS: [&str; 13] = [
+    "product-qa",
+    "casual-chat",
+    "clarify-question",
+    "after-sales-care",
+    "promotion-explainer",
+    "presentation-order",
+    "faq-reply",
+    "silent-refusal",
+    "compliance-guard",
+    "size-advice",
+    "purchase-guide",
+    "shipping-info",
+    "stock-alert",
+];
+
 /// Canonical id → surface name, per kind. A missing entry means the surface name is the canonical id.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Names {

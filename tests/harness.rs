@@ -941,3 +941,91 @@ fn hat_harness_cli() {
     assert_eq!(unloadable.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unloadable.stderr).contains("hooks.Halt"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// [serves]: what a harness declares it serves
+
+/// Each way a declaration can go wrong names harness.toml, the line and the entry, and says what to do.
+#[test]
+fn serves_declaration_problems_name_the_entry_and_the_fix() {
+    let (_t, dir) = copy_of("aftersales");
+    edit(&dir, "harness.toml", |s| {
+        s.replace(
+            "get_after_sales_policy = \"get_return_policy\"",
+            "get_after_sales_policy = \"lookup_order\"\nget_order_stat = \"request_refund\"\nsearch_faq = \"kb_search\"",
+        )
+    });
+    let problems = expect_problem(
+        &dir,
+        "harness.toml",
+        "serves.tools.get_order_status",
+        "\"get_after_sales_policy\" and \"get_order_status\" both map to \"lookup_order\"",
+    );
+    expect_problem(
+        &dir,
+        "harness.toml",
+        "serves.tools.get_order_stat",
+        "not a canonical tool id",
+    );
+    expect_problem(
+        &dir,
+        "harness.toml",
+        "serves.tools.search_faq",
+        "no tool of that name (its tools: lookup_order, get_return_policy",
+    );
+    expect_problem(
+        &dir,
+        "harness.toml",
+        "serves.lacks",
+        "both mapped and lacked",
+    );
+    let line = problems
+        .iter()
+        .find(|p| p.field.as_deref() == Some("serves.tools.search_faq"))
+        .and_then(|p| p.line)
+        .unwrap();
+    let text = fs::read_to_string(dir.join("harness.toml")).unwrap();
+    assert!(text
+        .lines()
+        .nth(line - 1)
+        .unwrap()
+        .starts_with("search_faq ="));
+
+    // A canonical tool neither served nor lacked: `hat harness validate` asks for one or the other.
+    let (_t, dir) = copy_of("aftersales");
+    edit(&dir, "harness.toml", |s| s.replace("\"search_faq\"", ""));
+    expect_problem(
+        &dir,
+        "harness.toml",
+        "serves.tools",
+        "canonical tool \"search_faq\" is not served",
+    );
+    // Weights and intents go through the same checks.
+    let (_t, dir) = copy_of("aftersales");
+    edit(&dir, "harness.toml", |s| {
+        s.replace("chat = 0.1", "chats = 0.1")
+    });
+    expect_problem(&dir, "harness.toml", "serves", "unknown variant `chats`");
+}
+
+/// `hat harness init` writes a skeleton that validates, declares what it serves, and refuses to write
+/// over anything.
+#[test]
+fn harness_init_writes_a_skeleton_that_validates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("My Shop");
+    let out = hat(&["harness", "init", dir.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(check_dir(&dir).is_empty(), "{}", show(&check_dir(&dir)));
+    let h = Harness::load(&dir).unwrap();
+    assert_eq!(h.name(), "my-shop");
+    assert_eq!(h.names().tool_surface("get_order_status"), "lookup_order");
+    let again = hat(&["harness", "init", dir.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is not empty"));
+}

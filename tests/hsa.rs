@@ -4,7 +4,7 @@
 //! under random variants (task preservation, measured in the simulator).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use hat::agent::checks::schema_errors;
 use hat::agent::{Agent, SimEnv};
@@ -15,6 +15,8 @@ use hat::hsa::ops::rename_files;
 use hat::hsa::rewrite::compose;
 use hat::hsa::solvable::{masks_needed_skill, needed_skills};
 use hat::hsa::{Augmenter, Config, Dim, Pool, Selection, Spec, Variant, OPS};
+use hat::judge::report::report;
+use hat::judge::verifiable::{score, TokenCounter};
 use hat::policy::oracle::Oracle;
 use hat::policy::reading::ReadingOracle;
 use hat::policy::{Conversation, Policy};
@@ -22,6 +24,7 @@ use hat::record::{Names, Role, Trajectory};
 use hat::sim::catalog::{Catalog, Split};
 use hat::sim::context::live_context;
 use hat::sim::faults::FaultPlan;
+use hat::sim::served::Served;
 use hat::sim::success;
 use hat::sim::tasks::{self, Room, TaskConfig};
 use rayon::prelude::*;
@@ -35,13 +38,9 @@ fn sample(name: &str) -> Harness {
     Harness::load(root().join("harness-samples").join(name)).unwrap()
 }
 
-/// The names the simulator's canonical ids have in each sample (aftersales maps them onto its tools).
+/// The names the simulator's canonical ids have in each sample: its `[serves]` declaration.
 fn base_names(name: &str) -> Names {
-    let p: PathBuf = root().join(format!("testdata/sim/{name}.names.json"));
-    match std::fs::read_to_string(p) {
-        Ok(text) => serde_json::from_str(&text).unwrap(),
-        Err(_) => Names::default(),
-    }
+    sample(name).names()
 }
 
 fn spec(config: Config, ops: &[&str], pool: Pool) -> Spec {
@@ -97,7 +96,7 @@ fn shipped_config_equals_the_defaults_and_typos_are_errors() {
 
 #[test]
 fn every_variant_of_every_sample_validates() {
-    for name in ["taolive", "aftersales"] {
+    for name in ["taolive", "aftersales", "shopdesk"] {
         let base = sample(name);
         for (config, label) in [(Config::default(), "default"), (all_on(), "all ops")] {
             for pool in [Pool::Train, Pool::Eval] {
@@ -120,7 +119,7 @@ fn rename_then_inverse_restores_the_original_byte_for_byte() {
     let mut config = all_on();
     config.ops.rename_tool.share = 1.0;
     config.ops.rename_skill.share = 1.0;
-    for name in ["taolive", "aftersales"] {
+    for name in ["taolive", "aftersales", "shopdesk"] {
         let base = sample(name);
         for seed in 0..10 {
             let v = Variant::draw(
@@ -139,6 +138,18 @@ fn rename_then_inverse_restores_the_original_byte_for_byte() {
                 "every tool renamed"
             );
             assert!(v.harness.files() != base.files());
+            // The variant's own [serves] declaration followed the renames: it names what the variant
+            // serves each canonical id with, as the manifest's canonical names do.
+            let declared = v.harness.names();
+            let canonical = v.canonical_names();
+            for (c, s) in &declared.tools {
+                assert_eq!(canonical.tool_surface(c), s, "{name} seed {seed}: {c}");
+            }
+            for (c, s) in &declared.skills {
+                assert_eq!(canonical.skill_surface(c), s, "{name} seed {seed}: {c}");
+            }
+            // Each sample has entries to check: a [serves] table, or a renamed skill loader.
+            assert!(!declared.tools.is_empty(), "{name} seed {seed}");
             let inverse: HashMap<String, String> = v
                 .names
                 .tools
@@ -177,7 +188,7 @@ fn train_and_eval_pools_produce_disjoint_surface_names() {
     let mut config = all_on();
     config.ops.rename_tool.share = 1.0;
     config.ops.rename_skill.share = 1.0;
-    for name in ["taolive", "aftersales"] {
+    for name in ["taolive", "aftersales", "shopdesk"] {
         let base = sample(name);
         let names = |pool: Pool| -> BTreeSet<String> {
             let s = spec(config.clone(), &[], pool);
@@ -550,13 +561,13 @@ fn written(v: &Variant) -> (tempfile::TempDir, Harness) {
 #[test]
 fn oracle_success_is_unchanged_under_random_variants() {
     let catalog = Catalog::generate(7, 40);
-    for (name, mix, n_tasks) in [
-        ("taolive", None, 60),
-        ("aftersales", Some("after_sales=1"), 30),
-    ] {
+    for (name, n_tasks) in [("taolive", 60), ("aftersales", 30), ("shopdesk", 30)] {
         let base = sample(name);
         let names = base_names(name);
-        let tasks = dev_tasks(&catalog, n_tasks, mix);
+        // The tasks each harness serves, in its declared mix.
+        let mut cfg = TaskConfig::new(Split::Dev, 11);
+        Served::of(&base).apply(&mut cfg);
+        let tasks = tasks::generate(&catalog, &cfg, n_tasks).unwrap();
         let base_rate = rate(&rollouts(&base, names.clone(), &tasks, &catalog));
         let mut s = spec(Config::default(), &[], Pool::Eval);
         s.keep_skills = needed_skills(&tasks, &names);
@@ -784,6 +795,85 @@ fn stream_mode_rewrites_trajectories_consistently_with_their_variant() {
         }
     }
     assert!(renamed_calls > 20, "{renamed_calls}");
+}
+
+/// Real logs carry no canonical ground truth and no names map. Stream mode reads them through the
+/// harness's `[serves]` declaration and rewrites them exactly as it rewrites the same episodes with their
+/// ground truth; the verifiable judge then reports them unscorable, where it scores the others.
+#[test]
+fn stream_mode_rewrites_records_without_ground_truth_consistently() {
+    let catalog = Catalog::generate(7, 40);
+    let base = sample("aftersales");
+    let declared = base.names();
+    assert!(!declared.is_empty());
+    let mut cfg = TaskConfig::new(Split::Dev, 11);
+    Served::of(&base).apply(&mut cfg);
+    let played = rollouts(
+        &base,
+        declared.clone(),
+        &tasks::generate(&catalog, &cfg, 30).unwrap(),
+        &catalog,
+    );
+    let logs: Vec<Trajectory> = played
+        .iter()
+        .cloned()
+        .map(|mut r| {
+            r.task.as_mut().unwrap().expected = None;
+            r.harness.as_mut().unwrap().names = Names::default();
+            r
+        })
+        .collect();
+    let s = spec(all_on(), &[], Pool::Train);
+    let aug = Augmenter::new(&base, &s, 9, 16).unwrap();
+    let mut renamed_calls = 0;
+    for (log, truth) in logs.iter().zip(&played) {
+        let copies = aug
+            .augment(log, 2)
+            .unwrap_or_else(|e| panic!("{}: {e}", log.id));
+        let reference = aug.augment(truth, 2).unwrap();
+        assert_eq!(copies.len(), reference.len(), "{}", log.id);
+        for (c, r) in copies.iter().zip(&reference) {
+            let href = c.harness.as_ref().unwrap();
+            let v = Variant::draw(&base, &s, href.variant.as_ref().unwrap().seed).unwrap();
+            assert_eq!(href.names, compose(&declared, &v.names), "{}", c.id);
+            assert_eq!(href, r.harness.as_ref().unwrap(), "{}", c.id);
+            assert_eq!((&c.messages, &c.tools), (&r.messages, &r.tools), "{}", c.id);
+            assert!(c.task.as_ref().unwrap().expected.is_none());
+            for call in c.messages.iter().flat_map(|m| &m.tool_calls) {
+                assert!(
+                    v.harness.tool(&call.function.name).is_some(),
+                    "{}: {} is not a variant tool",
+                    c.id,
+                    call.function.name
+                );
+                renamed_calls +=
+                    usize::from(href.names.tools.values().any(|n| *n == call.function.name));
+            }
+            // The judge: the log cannot be scored and says so; its twin with ground truth scores.
+            let (mut unscored, mut scored) = (c.clone(), r.clone());
+            score(&mut unscored, &TokenCounter::Approximate);
+            score(&mut scored, &TokenCounter::Approximate);
+            assert_eq!(unscored.scores.accuracy, None);
+            assert_eq!(unscored.scores.effectiveness, None);
+            assert!(unscored.scores.extra["unscorable"]
+                .as_str()
+                .unwrap()
+                .contains("no task.expected"));
+            assert!(scored.scores.effectiveness.is_some());
+            assert!(!scored.scores.extra.contains_key("unscorable"));
+        }
+    }
+    assert!(renamed_calls > 10, "{renamed_calls}");
+    let scored: Vec<Trajectory> = logs
+        .iter()
+        .cloned()
+        .map(|mut t| {
+            score(&mut t, &TokenCounter::Approximate);
+            t
+        })
+        .collect();
+    let r = report(&scored, 0.5);
+    assert_eq!((r.overall.unscored, r.overall.passed), (30, 0));
 }
 
 #[test]

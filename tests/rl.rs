@@ -135,7 +135,7 @@ mod end_to_end {
 
     use burn::backend::{Autodiff, NdArray};
     use hat::agent::{Agent, SimEnv};
-    use hat::eval::rollout::load_harness;
+    use hat::hsa::variant::load_harness;
     use hat::model::presets::preset;
     use hat::model::CausalLm;
     use hat::rl::advantage::{AdvantageConfig, Aggregation, ScaleRewards};

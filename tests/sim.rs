@@ -12,6 +12,7 @@ use hat::policy::{Conversation, Policy};
 use hat::record::{FunctionCall, Message, Names, Role, ToolCall, Trajectory};
 use hat::sim::catalog::{Catalog, Split};
 use hat::sim::faults::FaultPlan;
+use hat::sim::served::Served;
 use hat::sim::tasks::{self, TaskConfig};
 use serde_json::{json, Value};
 
@@ -199,13 +200,7 @@ fn oracle_follows_a_renamed_tool_and_skill() {
 #[test]
 fn oracle_solves_after_sales_tasks_under_the_second_harness() {
     let h = Harness::load(sample("aftersales")).unwrap();
-    let names: Names = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sim/aftersales.names.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let names = h.names();
     let catalog = Catalog::generate(7, 40);
     let tasks = dev_tasks(&catalog, 200, Some("after_sales=1"));
     let (s, out) = rollout(&h, names.clone(), &tasks, "");
@@ -227,6 +222,85 @@ fn oracle_solves_after_sales_tasks_under_the_second_harness() {
         s.report(),
         failures(&out)
     );
+}
+
+/// Tasks for a harness need only what it serves, in its declared mix: no task asks for a canonical tool
+/// or skill it lacks, the intents are the declared ones, and a harness that serves every canonical id
+/// (taolive, no `[serves]` table) gets exactly the tasks it always got.
+#[test]
+fn tasks_for_a_harness_need_only_what_it_serves() {
+    let catalog = Catalog::generate(7, 40);
+    let plain = tasks::generate(&catalog, &TaskConfig::new(Split::Dev, 11), 200).unwrap();
+    let mut cfg = TaskConfig::new(Split::Dev, 11);
+    Served::of(&Harness::load(sample("taolive")).unwrap()).apply(&mut cfg);
+    assert!(cfg.unserved.is_empty());
+    assert_eq!(tasks::generate(&catalog, &cfg, 200).unwrap(), plain);
+
+    let h = Harness::load(sample("aftersales")).unwrap();
+    let served = Served::of(&h);
+    assert!(served.unserved.contains("check_inventory"));
+    assert!(!served.unserved.contains("get_order_status"));
+    let mut cfg = TaskConfig::new(Split::Dev, 11);
+    served.apply(&mut cfg);
+    let out = tasks::generate(&catalog, &cfg, 400).unwrap();
+    let mut by_intent: std::collections::BTreeMap<String, usize> = Default::default();
+    for t in &out {
+        let task = t.task.as_ref().unwrap();
+        *by_intent.entry(task.intent.to_string()).or_default() += 1;
+        for c in &task.expected.as_ref().unwrap().tool_calls {
+            assert!(
+                !served.unserved.contains(&c.tool),
+                "{}: needs {}",
+                t.id,
+                c.tool
+            );
+        }
+    }
+    // Declared: after_sales 0.9, chat 0.1.
+    assert_eq!(
+        by_intent.keys().collect::<Vec<_>>(),
+        ["after_sales", "chat"]
+    );
+    let share = by_intent["after_sales"] as f64 / out.len() as f64;
+    assert!((0.85..=0.95).contains(&share), "{by_intent:?}");
+
+    // An intent whose every ask needs a lacked tool is an error naming both, not a silent skip.
+    cfg.mix = "presentation_order=1".parse().unwrap();
+    let err = tasks::generate(&catalog, &cfg, 5).unwrap_err().to_string();
+    assert!(
+        err.contains("presentation_order") && err.contains("update_presentation_order"),
+        "{err}"
+    );
+}
+
+/// Every sample, the one written from docs/own-harness.md included, goes through validate → tasks for
+/// it → the oracle under its declared names at 98% or better (with faults on).
+#[test]
+fn every_sample_serves_its_own_tasks() {
+    let catalog = Catalog::generate(7, 40);
+    for name in ["taolive", "aftersales", "shopdesk"] {
+        assert!(
+            hat::harness::check_dir(sample(name)).is_empty(),
+            "{name}: {:?}",
+            hat::harness::check_dir(sample(name))
+        );
+        let h = Harness::load(sample(name)).unwrap();
+        let mut cfg = TaskConfig::new(Split::Dev, 5);
+        Served::of(&h).apply(&mut cfg);
+        let tasks = tasks::generate(&catalog, &cfg, 100).unwrap();
+        for faults in [
+            "",
+            "timeout=0.1,malformed=0.05,permission_denied=0.03,empty=0.05",
+        ] {
+            let (s, out) = rollout(&h, h.names(), &tasks, faults);
+            assert!(
+                s.success_rate() >= 0.98,
+                "{name} [{faults}]: {}\n{:#?}",
+                s.report(),
+                failures(&out)
+            );
+        }
+    }
 }
 
 /// A policy that plays back fixed messages, then replies "好的".

@@ -2,7 +2,7 @@
 //! The group lives here, above the simulator, because `rollout` composes the simulator with a policy and
 //! the agent runtime; `catalog` and `tasks` need only the simulator and are `sim::cli`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -11,7 +11,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use super::rollout::{run_batch, Summary};
 use super::{Agent, SimEnv};
 use crate::chat::ToolCallFormat;
-use crate::harness::Harness;
+use crate::harness::serves::{has_skill, has_tool};
+use crate::harness::{Harness, SkillsMode};
+use crate::hsa::variant::load_harness;
 use crate::jsonl::JsonlArgs;
 use crate::model::generation::sampling::SamplingParams;
 use crate::policy::local::{LocalOptions, LocalPolicy};
@@ -37,8 +39,8 @@ pub enum SimCommand {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PolicyKind {
     Oracle,
-    /// The oracle's decisions without `--names`: it finds tools, argument keys and skills by matching
-    /// what it knows of `--original` against the tool specs and the system prompt.
+    /// The oracle's decisions without the names map: it finds tools, argument keys and skills by
+    /// matching what it knows of `--original` against the tool specs and the system prompt.
     ReadingOracle,
     Openai,
     /// A local checkpoint directory (`--model-dir`), run on the CPU.
@@ -47,12 +49,10 @@ pub enum PolicyKind {
 
 #[derive(Debug, Args)]
 pub struct RolloutArgs {
-    /// Harness directory.
+    /// Harness directory. Its canonical → surface names come from its `[serves]` table, or from the
+    /// HSA manifest of a variant directory written by `hsa-augment --out`.
     #[arg(long)]
     pub harness: PathBuf,
-    /// Canonical → surface names of this harness (JSON `{"tools": {...}, "skills": {...}}`); identity without.
-    #[arg(long, value_name = "FILE")]
-    pub names: Option<PathBuf>,
     /// Task JSONL (same as --input).
     #[arg(long, value_name = "FILE")]
     pub tasks: Option<String>,
@@ -85,9 +85,6 @@ pub struct PolicyArgs {
     /// itself without.
     #[arg(long, value_name = "DIR")]
     pub original: Option<PathBuf>,
-    /// Canonical → surface names of `--original`; identity without.
-    #[arg(long, value_name = "FILE")]
-    pub original_names: Option<PathBuf>,
     /// Checkpoint directory of `--policy local` (weights, tokenizer.json, chat template).
     #[arg(long, value_name = "DIR", required_if_eq("policy", "local"))]
     pub model_dir: Option<PathBuf>,
@@ -118,11 +115,10 @@ impl PolicyArgs {
             // The runtime keeps the names (the sandbox and the success check speak canonical ids); the
             // policy is not given them.
             PolicyKind::ReadingOracle => {
-                let original = match &self.original {
-                    Some(dir) => Harness::load(dir)?,
-                    None => harness.clone(),
+                let (original, original_names) = match &self.original {
+                    Some(dir) => load_harness(dir)?,
+                    None => (harness.clone(), names.clone()),
                 };
-                let original_names = load_names(self.original_names.as_deref())?;
                 Box::new(ReadingOracle::new(&original, &original_names, harness)?)
             }
             PolicyKind::Openai => Box::new(OpenAi::new(self.client.config(&self.url, &self.model))),
@@ -160,13 +156,15 @@ impl PolicyArgs {
     }
 }
 
-/// A names map file (`{"tools": {...}, "skills": {...}, "params": {...}}`); identity without one.
-fn load_names(path: Option<&Path>) -> Result<Names> {
-    let Some(p) = path else {
-        return Ok(Names::default());
+/// Whether `h`, under `names`, has every tool and skill the task's ground truth needs (skills only where
+/// the harness asks the model to load one). A task without ground truth asks for nothing.
+fn servable(h: &Harness, names: &Names, t: &Trajectory) -> bool {
+    let Some(e) = t.task.as_ref().and_then(|t| t.expected.as_ref()) else {
+        return true;
     };
-    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not a names map", p.display()))
+    e.tool_calls.iter().all(|c| has_tool(h, names, &c.tool))
+        && (h.skills_mode() != SkillsMode::Tool
+            || e.skill.as_deref().is_none_or(|s| has_skill(h, names, s)))
 }
 
 /// Run a `hat sim` command; the return value is the process exit status.
@@ -179,11 +177,10 @@ pub fn run(cmd: &SimCommand, err: &mut dyn std::io::Write) -> Result<i32> {
 }
 
 fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
-    let harness = Harness::load(&a.harness)?;
-    let names = load_names(a.names.as_deref())?;
+    let (harness, names) = load_harness(&a.harness)?;
     let catalog = a.catalog.load()?;
     let policy = a.policy.build(&harness, &names, a.seed)?;
-    let agent = Agent::new(&harness, names)?;
+    let agent = Agent::new(&harness, names.clone())?;
     if a.concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }
@@ -203,6 +200,7 @@ fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
     let mut records = io.records::<Trajectory>()?;
     let mut writer = io.writer()?;
     let mut summary = Summary::default();
+    let mut unservable = 0usize;
     let started = Instant::now();
     // Batches keep memory bounded on large inputs while the pool stays busy.
     let batch = 256 * a.concurrency;
@@ -211,6 +209,10 @@ fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
         if chunk.is_empty() {
             break;
         }
+        unservable += chunk
+            .iter()
+            .filter(|t| !servable(&harness, &names, t))
+            .count();
         for (task, result) in
             chunk
                 .iter()
@@ -231,6 +233,15 @@ fn rollout(a: &RolloutArgs, err: &mut dyn std::io::Write) -> Result<i32> {
     writer.finish()?;
     let secs = started.elapsed().as_secs_f64();
     write!(err, "{}", summary.report())?;
+    if unservable > 0 {
+        writeln!(
+            err,
+            "  {unservable} task(s) need a canonical tool or skill harness {} does not serve, so no policy can pass them: \
+             generate tasks with `hat sim tasks --harness {}` (docs/own-harness.md)",
+            harness.name(),
+            a.harness.display()
+        )?;
+    }
     writeln!(
         err,
         "  {:.0} episodes/s ({:.2} s)",

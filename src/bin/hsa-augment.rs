@@ -166,7 +166,7 @@ fn run(cli: Cli) -> Result<()> {
     let mut keep_skills = cli.keep_skill.iter().cloned().collect::<BTreeSet<_>>();
     for path in &cli.keep_skills_of {
         let tasks: Vec<Trajectory> = hat::jsonl::read_all(path)?;
-        keep_skills.extend(needed_skills(&tasks, &Default::default()));
+        keep_skills.extend(needed_skills(&tasks, &base.names()));
     }
     let spec = Spec {
         config,

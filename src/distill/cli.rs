@@ -116,7 +116,7 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
         selection: Selection::default(),
         pool: a.pool,
         // No variant may mask a skill one of these tasks needs (the task would be unsolvable).
-        keep_skills: crate::hsa::solvable::needed_skills(&tasks, &Default::default()),
+        keep_skills: crate::hsa::solvable::needed_skills(&tasks, &base.names()),
         paraphraser: Default::default(),
     };
     let make_policy = || -> Option<Box<dyn Policy>> {

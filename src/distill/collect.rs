@@ -246,7 +246,7 @@ pub fn settings(
         Box::new(Noisy::new(o, h, names, noise, seed))
     };
     let mut out = Vec::with_capacity(n + 1);
-    let names = crate::record::Names::default();
+    let names = base.names();
     out.push(Setting {
         label: "original".into(),
         agent: Agent::new(base, names.clone())?,
@@ -264,10 +264,11 @@ pub fn settings(
         }
         v.write_to(&path)?;
         let harness = Harness::load(&path)?;
+        let names = v.canonical_names();
         out.push(Setting {
             label,
-            agent: Agent::new(&harness, v.names.clone())?,
-            policy: make_policy().unwrap_or_else(|| oracle(&harness, v.names.clone())),
+            agent: Agent::new(&harness, names.clone())?,
+            policy: make_policy().unwrap_or_else(|| oracle(&harness, names)),
             variant: Some(v),
         });
     }
@@ -327,7 +328,7 @@ pub fn collect(
                 let masked = masks_needed_skill(
                     &tasks[i],
                     base,
-                    &Default::default(),
+                    settings[0].agent.names(),
                     setting.agent.harness(),
                     setting.agent.names(),
                 );

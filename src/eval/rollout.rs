@@ -7,17 +7,16 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::agent::rollout::run_batch;
 use crate::agent::{Agent, SimEnv};
-use crate::harness::Harness;
-use crate::hsa::variant::MANIFEST_FILE;
+use crate::hsa::variant::load_harness;
 use crate::judge::stats::{mean_interval, paired_sign_test, wilson};
 use crate::judge::verifiable::{score, TokenCounter};
 use crate::policy::Policy;
-use crate::record::{Names, Role, Trajectory};
+use crate::record::{Role, Trajectory};
 
 /// A rate or mean with its 95% interval and n.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -71,21 +70,6 @@ pub struct EvalSummary {
     pub skill_selection: Estimate,
     pub success: Estimate,
     pub errors: usize,
-}
-
-/// The harness in `dir` and its canonical → surface names (from the HSA manifest; identity without).
-pub fn load_harness(dir: &Path) -> Result<(Harness, Names)> {
-    let harness = Harness::load(dir)?;
-    let manifest = dir.join(MANIFEST_FILE);
-    let names = if manifest.exists() {
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&manifest)?)
-            .with_context(|| format!("parsing {}", manifest.display()))?;
-        serde_json::from_value(v["names"].clone())
-            .with_context(|| format!("{}: `names`", manifest.display()))?
-    } else {
-        Names::default()
-    };
-    Ok((harness, names))
 }
 
 /// Whether the episode called every expected tool by its surface name; `None` when none is expected.

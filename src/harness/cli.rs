@@ -14,7 +14,8 @@ use super::{check_dir, Harness, LiveContext};
 pub enum HarnessCommand {
     /// Check a harness directory against every rule and print each problem.
     ///
-    /// Checks: harness.toml fields and limit ranges; skill names (1-64 of a-z 0-9 -, equal to the
+    /// Checks: harness.toml fields and limit ranges; the [serves] table (canonical ids exist, every
+    /// mapped tool and skill exists, no name serves two ids, every canonical tool is served or lacked); skill names (1-64 of a-z 0-9 -, equal to the
     /// directory) and descriptions (1-1024 chars); tool names (unique, ^[a-zA-Z0-9_-]{1,64}$) and
     /// object input schemas; hook events, matchers (must match a real tool), command files,
     /// timeouts and built-in check parameters; prompt templates compile and render; and no path
@@ -24,6 +25,13 @@ pub enum HarnessCommand {
     /// line per problem on stderr: FILE[:LINE]: field 'FIELD': MESSAGE).
     Validate {
         /// Harness directory (containing harness.toml).
+        dir: PathBuf,
+    },
+    /// Write a starting harness into DIR (new or empty): one tool, one inline skill, a prompt
+    /// pipeline and the [serves] table, valid as written and ready for `hat sim tasks --harness DIR`.
+    /// docs/own-harness.md goes from there to `make run HARNESS=DIR`.
+    Init {
+        /// Directory to create (or an empty one).
         dir: PathBuf,
     },
     /// Print the system prompt the harness renders for a live-room context.
@@ -85,6 +93,23 @@ pub fn run(cmd: &HarnessCommand, out: &mut dyn Write, err: &mut dyn Write) -> Re
             }
             writeln!(err, "{}: {} problem(s)", dir.display(), problems.len())?;
             Ok(1)
+        }
+        HarnessCommand::Init { dir } => {
+            let name = super::init::init(dir)?;
+            let problems = check_dir(dir);
+            if !problems.is_empty() {
+                // The skeleton is ours: a problem here is a bug in it, not in anything the user wrote.
+                for p in &problems {
+                    writeln!(err, "{p}")?;
+                }
+                return Ok(1);
+            }
+            writeln!(
+                out,
+                "wrote harness {name} to {0}; next: hat harness validate {0}, then docs/own-harness.md",
+                dir.display()
+            )?;
+            Ok(0)
         }
         HarnessCommand::Render {
             dir,

@@ -22,6 +22,7 @@
 //! file = "hooks/hooks.json"        # omit the table for a harness without hooks
 //! default_timeout_s = 10
 //! [limits]                         # see `Limits`
+//! [serves]                         # optional: canonical ids → this harness's names, intents, lacks (`Serves`)
 //! ```
 //! Unknown keys are errors: a misspelt `max_round` must not silently fall back to a default.
 
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use super::limits::Limits;
 use super::problem::Problem;
+use super::serves::Serves;
 use super::toml_error::toml_problem;
 
 pub const MANIFEST_FILE: &str = "harness.toml";
@@ -50,6 +52,10 @@ pub struct Manifest {
     pub hooks: Option<HooksFileConfig>,
     #[serde(default)]
     pub limits: Limits,
+    /// What the harness serves, against the simulator's canonical ids; `None`: the canonical names as
+    /// they are, in the default traffic mix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serves: Option<Serves>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -23,6 +23,7 @@ pub mod context;
 pub mod files;
 pub mod hash;
 pub mod hooks;
+pub mod init;
 pub mod limits;
 pub mod manifest;
 pub mod order;
@@ -30,6 +31,7 @@ pub mod paths;
 pub mod pipeline;
 pub mod problem;
 pub mod render;
+pub mod serves;
 pub mod skills;
 mod toml_error;
 pub mod tools;
@@ -142,6 +144,11 @@ impl Harness {
 
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
+    }
+
+    /// Canonical → surface names of this harness, from its `[serves]` declaration (`serves.rs`).
+    pub fn names(&self) -> crate::record::Names {
+        serves::names(self)
     }
 
     pub fn limits(&self) -> &Limits {
@@ -283,6 +290,7 @@ pub fn check_dir(dir: impl AsRef<Path>) -> Vec<Problem> {
     problems.extend(parsed.problems);
     if let Some(h) = parsed.harness {
         problems.extend(h.validate());
+        problems.extend(serves::coverage(&h));
     }
     problems
 }

@@ -19,6 +19,7 @@ pub fn validate(h: &Harness) -> Vec<Problem> {
     validate_tools(&h.tools, &mut problems);
     skill_rules(h, &tool_names, &mut problems);
     prompt_rules(h, &mut problems);
+    problems.extend(super::serves::problems(h));
     if let Some(file) = h.hooks_file.as_deref() {
         let cx = HookCheckContext {
             files: &h.files,

@@ -100,6 +100,9 @@ struct FeedbackPattern {
 /// What the rewriter knows about the base harness.
 struct Base {
     harness: Harness,
+    /// Canonical → base surface, from the harness's `[serves]` declaration: the names of a record that
+    /// carries none (a real log, written before any augmentation).
+    names: Names,
     tools: HashSet<String>,
     skills: HashSet<String>,
     load_tool: Option<String>,
@@ -150,6 +153,7 @@ impl Base {
             }
         }
         Ok(Base {
+            names: harness.names(),
             tools: harness.tools().iter().map(|t| t.name.clone()).collect(),
             skills: harness
                 .skills()
@@ -167,6 +171,16 @@ impl Base {
             feedback,
             harness: harness.clone(),
         })
+    }
+}
+
+impl Base {
+    /// The canonical → base surface names `r` ran under: its own, else the harness's declaration.
+    fn names_of(&self, r: &Trajectory) -> Names {
+        match &r.harness {
+            Some(h) if !h.names.is_empty() => h.names.clone(),
+            _ => self.names.clone(),
+        }
     }
 }
 
@@ -408,11 +422,7 @@ impl Augmenter {
                 return Err(Rejection("record is already augmented (harness.variant is set); augment the original record".into()));
             }
         }
-        let names = r
-            .harness
-            .as_ref()
-            .map(|h| h.names.clone())
-            .unwrap_or_default();
+        let names = self.base.names_of(r);
         let mut needs = Needs::default();
         for t in &r.tools {
             if !base.tools.contains(&t.function.name) {
@@ -434,12 +444,14 @@ impl Augmenter {
             }
             if let Some(s) = exp.skill.as_deref() {
                 let s = names.skill_surface(s);
-                if !base.skills.contains(s) {
+                if base.skills.contains(s) {
+                    needs.skills.insert(s.to_string());
+                } else if base.load_tool.is_some() {
                     return Err(Rejection(format!(
                         "task.expected names skill {s:?}, which the harness lacks"
                     )));
                 }
-                needs.skills.insert(s.to_string());
+                // An inline harness that lacks the skill never asks for a choice of it: nothing to keep.
             }
         }
         let (mut rounds, mut calls) = (0u64, 0u64);
@@ -606,7 +618,7 @@ impl Augmenter {
         });
         href.hash = p.hash.clone();
         href.variant = Some(p.record_variant.clone());
-        href.names = compose(&href.names, &p.variant.names);
+        href.names = compose(&self.base.names_of(r), &p.variant.names);
         out.harness = Some(href);
         out.tools = r
             .tools

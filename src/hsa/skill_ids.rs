@@ -17,7 +17,9 @@ use crate::rng::Rng;
 const NAME_TRIES: usize = 16;
 
 /// Removes up to `max` skills. Never one in `keep_skills` or the config's `keep`, never one the
-/// manifest lists in `[skills] order` (the harness marks those as leading/always-on), never the last.
+/// manifest lists in `[skills] order` (the harness marks those as leading/always-on) or maps in
+/// `[serves.skills]` (the harness serves a canonical skill with it, and the map must keep naming a
+/// skill that exists), never the last.
 pub fn mask_skill(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<Option<Value>> {
     let c = &cfg.ops.mask_skill;
     let h = cx.harness()?;
@@ -26,6 +28,12 @@ pub fn mask_skill(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<Optio
         .skills()
         .iter()
         .filter(|s| !order.iter().any(|o| o == s.name()))
+        .filter(|s| {
+            !h.manifest()
+                .serves
+                .as_ref()
+                .is_some_and(|d| d.skills.values().any(|v| v == s.name()))
+        })
         .filter(|s| !c.keep.iter().any(|k| k == s.name()))
         .map(|s| (s.name().to_string(), s.dir().to_string()))
         .collect();

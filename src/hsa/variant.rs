@@ -38,7 +38,10 @@ pub struct Variant {
     pub seed: u64,
     pub pool: Pool,
     pub harness: Harness,
+    /// Base surface → variant surface (what the ops renamed).
     pub names: Names,
+    /// Canonical → base surface: the base harness's declaration (`Harness::names`).
+    pub base_names: Names,
     /// `{"op", "dim", …params}` per op applied, in order.
     pub ops: Vec<Value>,
     pub base_hash: String,
@@ -85,9 +88,16 @@ impl Variant {
             pool: spec.pool,
             harness,
             names,
+            base_names: base.names(),
             ops,
             base_hash: base.hash(),
         })
+    }
+
+    /// Canonical → variant surface: what the runtime, the sandbox and the judges need to read an
+    /// episode played under the variant.
+    pub fn canonical_names(&self) -> Names {
+        super::rewrite::compose(&self.base_names, &self.names)
     }
 
     /// What a record's `harness.variant` says about this variant.
@@ -112,7 +122,7 @@ impl Variant {
             "base_hash": self.base_hash,
             "hash": self.harness.hash(),
             "ops": self.ops,
-            "names": self.names,
+            "names": self.canonical_names(),
         })
     }
 
@@ -125,6 +135,24 @@ impl Variant {
         text.push('\n');
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
     }
+}
+
+/// The harness in `dir` and its canonical → surface names: those of the HSA manifest for a variant
+/// directory written by `hsa-augment --out`, else the harness's own `[serves]` declaration.
+pub fn load_harness(dir: &Path) -> Result<(Harness, Names)> {
+    let harness = Harness::load(dir)?;
+    let manifest = dir.join(MANIFEST_FILE);
+    if !manifest.exists() {
+        let names = harness.names();
+        return Ok((harness, names));
+    }
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?;
+    let v: Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", manifest.display()))?;
+    let names = serde_json::from_value(v["names"].clone())
+        .with_context(|| format!("{}: `names`", manifest.display()))?;
+    Ok((harness, names))
 }
 
 /// The seed of variant `index` of a run seeded with `seed`.

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use rayon::prelude::*;
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::calibrate::{calibrate, read_labels};
 use super::compare::compare;
@@ -89,6 +89,9 @@ fn read_records(path: &str, on_error: OnError) -> Result<Vec<Trajectory>> {
 /// tools and skills are judged by their new names. Reasons per dimension go to scores.reasons, counts
 /// to scores.details, and scores.judge is "verifiable".
 ///
+/// A record without task.expected (a real log) cannot be scored: it is written back without scores,
+/// with scores.unscorable saying why, named on stderr and counted apart (never scored 0).
+///
 /// The reply-length limit is read from meta.limits.max_reply_chars, else harness.limits, else the
 /// system prompt's wording ("不超过 N 个字", "within N characters").
 #[derive(Debug, Args)]
@@ -117,6 +120,7 @@ impl ScoreArgs {
         let mut records = self.io.records::<Trajectory>()?;
         let mut out = self.io.writer()?;
         let mut batch: Vec<Trajectory> = Vec::with_capacity(self.batch.max(1));
+        let mut unscorable = 0usize;
         loop {
             let next = records.next();
             let done = next.is_none();
@@ -126,6 +130,13 @@ impl ScoreArgs {
             if batch.len() >= self.batch.max(1) || done {
                 score_all(&mut batch, &counter);
                 for t in batch.drain(..) {
+                    if let Some(why) = t.scores.extra.get("unscorable").and_then(Value::as_str) {
+                        unscorable += 1;
+                        // Each one named, up to a screenful; the count follows in the summary.
+                        if unscorable <= UNSCORABLE_SHOWN {
+                            eprintln!("judge score: cannot score {}: {why}", t.id);
+                        }
+                    }
                     out.write(&t)?;
                 }
             }
@@ -136,12 +147,17 @@ impl ScoreArgs {
         out.finish()?;
         let s = records.stats();
         eprintln!(
-            "judge score: {} scored, {} rejected, {} outside the shard",
-            s.read, s.rejected, s.out_of_shard
+            "judge score: {} scored, {unscorable} unscorable (left without scores, scores.unscorable says why), {} rejected, {} outside the shard",
+            (s.read as usize).saturating_sub(unscorable),
+            s.rejected,
+            s.out_of_shard
         );
         Ok(())
     }
 }
+
+/// Unscorable records `judge score` names one by one on stderr.
+const UNSCORABLE_SHOWN: usize = 20;
 
 /// Score trajectories with an LLM judge on an OpenAI-compatible endpoint.
 ///

@@ -13,7 +13,7 @@ use super::advantage::{AdvantageConfig, Aggregation, ScaleRewards};
 use super::policy_loss::{ImportanceSamplingLevel, LossType, PolicyLossConfig};
 use super::trainer::{train, GrpoConfig, RunInputs, REPLY_REWARDS, TOOL_REWARDS};
 use crate::agent::{Agent, SimEnv};
-use crate::eval::rollout::load_harness;
+use crate::hsa::variant::load_harness;
 use crate::model::CausalLm;
 use crate::record::Trajectory;
 use crate::sim::cli::CatalogSource;

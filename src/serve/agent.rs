@@ -251,8 +251,8 @@ impl Policy for EnginePolicy {
 
 /// Loads the harness, names map and catalog for agent mode.
 pub fn load(harness: &std::path::Path, catalog: &std::path::Path) -> Result<AgentService> {
-    let h = crate::harness::Harness::load(harness)?;
-    let agent = Agent::new(&h, Default::default())?;
+    let (h, names) = crate::hsa::variant::load_harness(harness)?;
+    let agent = Agent::new(&h, names)?;
     let text = std::fs::read_to_string(catalog)
         .map_err(|e| anyhow!("reading catalog {}: {e}", catalog.display()))?;
     let catalog: Catalog = serde_json::from_str(&text)

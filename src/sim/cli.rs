@@ -7,7 +7,10 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use super::catalog::{Catalog, Split};
+use super::served::Served;
 use super::tasks::{self, Mix, TaskConfig};
+use crate::harness::problem::problems_error;
+use crate::harness::{serves, Harness};
 use crate::jsonl::JsonlWriter;
 
 #[derive(Debug, Args)]
@@ -51,6 +54,10 @@ pub struct CatalogArgs {
 pub struct TasksArgs {
     #[arg(long, default_value_t = 1000)]
     pub n: usize,
+    /// Generate only tasks this harness serves, in the mix its `[serves]` table declares (`--mix`
+    /// still overrides the mix); without it, tasks for the canonical names in the live-room mix.
+    #[arg(long, value_name = "DIR")]
+    pub harness: Option<PathBuf>,
     /// Whose products, rooms, orders and FAQ entries the tasks use (splits share none of them).
     #[arg(long, value_enum, default_value_t = Split::Train)]
     pub split: Split,
@@ -95,6 +102,19 @@ pub fn tasks(a: &TasksArgs, err: &mut dyn std::io::Write) -> Result<i32> {
     let catalog = a.catalog.load()?;
     let mut cfg = TaskConfig::new(a.split, a.seed);
     cfg.phrasings = a.phrasings.unwrap_or(a.split);
+    let mut served = None;
+    if let Some(dir) = &a.harness {
+        let h = Harness::load(dir)?;
+        let problems = serves::coverage(&h);
+        if !problems.is_empty() {
+            return Err(problems_error(
+                &format!("harness {}", dir.display()),
+                &problems,
+            ));
+        }
+        Served::of(&h).apply(&mut cfg);
+        served = Some(h.name().to_string());
+    }
     if let Some(m) = &a.mix {
         cfg.mix = m.clone();
     }
@@ -115,6 +135,20 @@ pub fn tasks(a: &TasksArgs, err: &mut dyn std::io::Write) -> Result<i32> {
         tasks::split_name(cfg.phrasings),
         a.seed
     )?;
+    if let Some(name) = served {
+        // What the harness narrowed, so a user sees why some intents or asks never appear.
+        let mix: Vec<String> = cfg.mix.0.iter().map(|(i, w)| format!("{i}={w}")).collect();
+        writeln!(
+            err,
+            "  for harness {name}: mix {}; no task needs {}",
+            mix.join(","),
+            if cfg.unserved.is_empty() {
+                "anything it lacks (it serves every canonical id)".to_string()
+            } else {
+                cfg.unserved.iter().cloned().collect::<Vec<_>>().join(", ")
+            }
+        )?;
+    }
     Ok(0)
 }
 

@@ -8,5 +8,6 @@ pub mod faults;
 pub mod noise;
 pub mod phrasing;
 pub mod sandbox;
+pub mod served;
 pub mod success;
 pub mod tasks;

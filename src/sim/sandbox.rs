@@ -28,21 +28,11 @@ pub struct FaultRecord {
     pub round: usize,
 }
 
-/// The canonical tools the sandbox implements (canonical-ids.md), `load_skill` aside: skills live in the
-/// harness, so the runtime answers that one.
-pub const TOOLS: [&str; 11] = [
-    "search_products",
-    "get_product_detail",
-    "check_inventory",
-    "get_promotions",
-    "get_shipping_info",
-    "get_after_sales_policy",
-    "create_purchase_link",
-    "get_room_state",
-    "update_presentation_order",
-    "search_faq",
-    "get_order_status",
-];
+/// Whether the sandbox answers canonical tool `tool`: every canonical tool but `load_skill` (skills live
+/// in the harness, so the runtime answers that one).
+pub fn implements(tool: &str) -> bool {
+    tool != "load_skill" && crate::record::CANONICAL_TOOLS.contains(&tool)
+}
 
 pub struct Sandbox<'a> {
     catalog: &'a Catalog,
@@ -80,7 +70,7 @@ impl<'a> Sandbox<'a> {
                 true,
             ),
         };
-        if !TOOLS.contains(&tool) {
+        if !implements(tool) {
             return ToolOutput {
                 content,
                 is_error,

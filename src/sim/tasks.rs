@@ -5,6 +5,7 @@
 //! Each task is a pure function of (catalog, split, seed, index), so tasks can be generated in parallel,
 //! sharded, or regenerated one at a time.
 
+use std::collections::BTreeSet;
 use std::str::FromStr;
 
 use anyhow::{bail, Context, Result};
@@ -197,6 +198,9 @@ pub struct TaskConfig {
     /// count), as the viewers of one stream do; 1 draws a room per task. Records of one room render the
     /// same system prompt, which shared-prefix training computes once.
     pub viewers_per_room: usize,
+    /// Canonical tool and skill ids the harness has no counterpart for (`served::Served`): a task whose
+    /// ground truth needs one is drawn again, keeping its intent and room.
+    pub unserved: BTreeSet<String>,
 }
 
 impl TaskConfig {
@@ -210,6 +214,7 @@ impl TaskConfig {
             noise: 0.3,
             crowd: 0.3,
             viewers_per_room: 1,
+            unserved: BTreeSet::new(),
         }
     }
 }
@@ -222,10 +227,23 @@ pub fn generate(catalog: &Catalog, cfg: &TaskConfig, n: usize) -> Result<Vec<Tra
             cfg.split
         );
     }
-    Ok((0..n)
+    (0..n)
         .into_par_iter()
         .map(|i| task(catalog, cfg, i))
-        .collect())
+        .collect()
+}
+
+/// Draws of a task's ask before its intent is declared unservable. An intent whose asks all need an
+/// unserved id fails every draw; one with a few such asks passes within a handful.
+const MAX_DRAWS: usize = 64;
+
+/// The first id of `unserved` the ground truth needs.
+fn unserved_need<'a>(e: &'a Expected, unserved: &BTreeSet<String>) -> Option<&'a str> {
+    e.tool_calls
+        .iter()
+        .map(|c| c.tool.as_str())
+        .chain(e.skill.as_deref())
+        .find(|id| unserved.contains(*id))
 }
 
 const ZH_VIEWERS: &[&str] = &[
@@ -300,11 +318,9 @@ pub fn skill_for(aspect: Aspect) -> &'static str {
     }
 }
 
-fn task(catalog: &Catalog, cfg: &TaskConfig, i: usize) -> Trajectory {
-    let mut rng = Rng::derive(
-        cfg.seed ^ (i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D),
-        "task",
-    );
+fn task(catalog: &Catalog, cfg: &TaskConfig, i: usize) -> Result<Trajectory> {
+    let stream = cfg.seed ^ (i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D);
+    let mut rng = Rng::derive(stream, "task");
     let pool = catalog.split(cfg.split);
     let draw_lang = |rng: &mut Rng| {
         if rng.chance(cfg.en_share) {
@@ -340,18 +356,35 @@ fn task(catalog: &Catalog, cfg: &TaskConfig, i: usize) -> Trajectory {
             EN_VIEWERS
         })
         .to_string();
-    let mut b = Builder {
-        catalog,
-        cfg,
-        rng,
-        lang,
-        room,
-        viewer,
-        lines: Vec::new(),
-        forbidden: Vec::new(),
+    // The first draw continues the task's stream, so a harness that serves everything gets the tasks
+    // it always got; a redraw keeps the intent, room and viewer and asks again from a stream of its own.
+    let mut draw = 0;
+    let (b, expected) = loop {
+        let mut b = Builder {
+            catalog,
+            cfg,
+            rng: if draw == 0 {
+                rng.clone()
+            } else {
+                Rng::derive(stream, &format!("task-redraw/{draw}"))
+            },
+            lang,
+            room: room.clone(),
+            viewer: viewer.clone(),
+            lines: Vec::new(),
+            forbidden: Vec::new(),
+        };
+        let ask = b.ask(intent);
+        let expected = b.expected(intent, &ask);
+        match unserved_need(&expected, &cfg.unserved) {
+            None => break (b, expected),
+            Some(id) if draw + 1 == MAX_DRAWS => bail!(
+                "task {i}: every one of {MAX_DRAWS} draws of intent {intent} needs {id}, which the harness lacks: \
+                 drop {intent} from its [serves] intents (or --mix), or give it a counterpart of {id}"
+            ),
+            Some(_) => draw += 1,
+        }
     };
-    let ask = b.ask(intent);
-    let expected = b.expected(intent, &ask);
     let id = if cfg.phrasings == cfg.split {
         format!("sim-{}-{}-{i:06}", split_name(cfg.split), cfg.seed)
     } else {
@@ -363,7 +396,7 @@ fn task(catalog: &Catalog, cfg: &TaskConfig, i: usize) -> Trajectory {
     meta.insert("split".into(), json!(split_name(cfg.split)));
     meta.insert("phrasings".into(), json!(split_name(cfg.phrasings)));
     meta.insert("seed".into(), json!(cfg.seed));
-    Trajectory {
+    Ok(Trajectory {
         id,
         task: Some(Task {
             intent,
@@ -378,7 +411,7 @@ fn task(catalog: &Catalog, cfg: &TaskConfig, i: usize) -> Trajectory {
         scores: Default::default(),
         meta,
         extra: Map::new(),
-    }
+    })
 }
 
 pub fn split_name(split: Split) -> &'static str {

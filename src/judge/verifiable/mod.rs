@@ -142,8 +142,31 @@ pub fn judge(traj: &Trajectory, counter: &TokenCounter) -> Verdict {
     }
 }
 
-/// Score `traj` in place: set its scores, reasons and details.
+/// Why this judge cannot score `traj`, if it cannot: every dimension is measured against the canonical
+/// ground truth, and a real log carries none. Scoring such a record would read as a 0, a failure the
+/// episode may not have had.
+pub fn unscorable(traj: &Trajectory) -> Option<&'static str> {
+    traj.task
+        .as_ref()
+        .and_then(|t| t.expected.as_ref())
+        .is_none()
+        .then_some("no task.expected: the verifiable judge scores against the canonical ground truth, which this record does not carry (score it with `judge llm`, or play its task in the simulator)")
+}
+
+/// Score `traj` in place: set its scores, reasons and details; a record it cannot score gets no
+/// dimension and `scores.unscorable` saying why.
 pub fn score(traj: &mut Trajectory, counter: &TokenCounter) {
+    if let Some(why) = unscorable(traj) {
+        let s = &mut traj.scores;
+        s.accuracy = None;
+        s.effectiveness = None;
+        s.tool_rationality = None;
+        s.skill_selection = None;
+        s.cot_length = None;
+        s.judge = Some("verifiable".into());
+        s.extra.insert("unscorable".into(), json!(why));
+        return;
+    }
     let v = judge(traj, counter);
     let s = &mut traj.scores;
     s.accuracy = Some(v.accuracy.value);
