@@ -452,3 +452,16 @@ async fn agent_mode_runs_the_harness_and_returns_the_trajectory() {
     plain_server.shutdown().await.unwrap();
     server.shutdown().await.unwrap();
 }
+
+/// Agent mode plays under the harness's own names: its `[serves]` declaration (a variant directory's
+/// manifest, for one written by `hsa-augment --out`), as every other stage does.
+#[test]
+fn agent_mode_reads_the_harness_names() {
+    for dir in ["harness-samples/aftersales", "harness-samples/shopdesk"] {
+        let service =
+            hat::serve::agent::load(dir.as_ref(), "testdata/catalog.json".as_ref()).unwrap();
+        let declared = hat::harness::Harness::load(dir).unwrap().names();
+        assert!(!declared.is_empty(), "{dir}");
+        assert_eq!(service.agent.names(), &declared, "{dir}");
+    }
+}

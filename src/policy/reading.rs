@@ -235,9 +235,9 @@ fn assign<L, R>(left: &[L], right: &[R], score: impl Fn(&L, &R) -> f64) -> Vec<(
     out
 }
 
-/// The skills a system prompt lists: lines that open with a name — a list item (`- name: …`) or a
-/// heading (`## name`) — with the text after the colon, or the next line when the name stands alone
-/// (`When: …` under a heading). Tool names are not skills.
+/// The skills a system prompt lists: lines that open with a name — a list item (`- name: …`,
+/// `* name — …`) or a heading (`## name`) — with the text after the colon or dash, or the next line
+/// when the name stands alone (`When: …` under a heading). Tool names are not skills.
 fn listed_skills(prompt: &str, tools: &[Tool]) -> Vec<(String, String)> {
     let lines: Vec<&str> = prompt.lines().collect();
     let mut out = Vec::new();
@@ -261,7 +261,12 @@ fn listed_skills(prompt: &str, tools: &[Tool]) -> Vec<(String, String)> {
             continue;
         }
         let after = after.trim();
-        let description = match after.strip_prefix(':').map(str::trim) {
+        // `name: description`, or a dash between them (`name — description`, `name - description`).
+        let separated = [':', '—', '–', '-']
+            .iter()
+            .find_map(|sep| after.strip_prefix(*sep))
+            .map(str::trim);
+        let description = match separated {
             Some(d) if !d.is_empty() => d,
             // A sentence that starts with an ASCII word, not a name.
             None if !after.is_empty() => continue,
@@ -334,7 +339,7 @@ mod tests {
 
     #[test]
     fn skills_are_read_from_list_items_and_headings() {
-        let prompt = "# Role\nYou are a host.\n- Keep replies short.\n- product-qa: 回答商品问题\n\n## refund-request\nWhen: the viewer wants money back\n- load_skill: not a skill\n";
+        let prompt = "# Role\nYou are a host.\n- Keep replies short.\n- product-qa: 回答商品问题\n\n## refund-request\nWhen: the viewer wants money back\n- load_skill: not a skill\n* stock-check — Is it in stock\n";
         let tool: Tool = serde_json::from_value(serde_json::json!({
             "type": "function", "function": {"name": "load_skill", "parameters": {}}
         }))
@@ -350,6 +355,7 @@ mod tests {
                 ("Role", "You are a host."),
                 ("product-qa", "回答商品问题"),
                 ("refund-request", "When: the viewer wants money back"),
+                ("stock-check", "Is it in stock"),
             ]
         );
     }
