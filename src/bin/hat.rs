@@ -38,6 +38,9 @@ enum Group {
     /// Model checkpoints: summary, raw logits, text generation, random-initialised presets.
     #[command(subcommand)]
     Model(hat::model::cli::ModelCommand),
+    /// General prompts with verifiable instructions (train with teacher answers, held-out eval) and IFEval-lite.
+    #[command(subcommand)]
+    General(hat::general::cli::GeneralCommand),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Group::Sim(cmd) => hat::agent::cli::run(cmd, &mut err),
         Group::Tokenizer(cmd) => hat::tokenizer_cli::run(cmd, &mut out, &mut err),
         Group::Model(cmd) => hat::model::cli::run(cmd, &mut out, &mut err),
+        Group::General(cmd) => hat::general::cli::run(cmd, &mut err),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
