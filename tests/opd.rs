@@ -358,8 +358,9 @@ mod end_to_end {
         assert!(m[0]["ifeval/prompt_strict"].is_number());
         assert!(m[2]["ifeval/instruction_loose_high"].is_number());
         for line in &m[1..] {
+            // A sample mean of log q − log π_T: its expectation is the KL, a sample of 12 can be below 0.
             assert!(
-                line["reverse_kl"].as_f64().unwrap() > 0.0,
+                line["reverse_kl"].as_f64().unwrap().abs() > 1e-6,
                 "random teacher: {line}"
             );
             assert!(line["grad_norm"].as_f64().unwrap() > 0.0);

@@ -85,8 +85,12 @@ fn assemble(
         }
     }
     // `**…**`: a single `*` right after a bullet's `* ` would pair with the marker, not the sentence.
+    // The closing mark goes before the sentence's final stop, so two highlighted Chinese sentences
+    // never touch as `****`, which the paragraph check would read as a `***` divider.
     for s in sentences.iter_mut().take(highlights) {
-        *s = format!("**{s}**");
+        let stop = s.chars().last().filter(|c| ".。".contains(*c));
+        let body = stop.map_or(s.as_str(), |c| &s[..s.len() - c.len_utf8()]);
+        *s = format!("**{body}**{}", stop.map(String::from).unwrap_or_default());
     }
     // Sentences dealt to the units in turn, so each unit gets at least one.
     let mut groups: Vec<Vec<String>> = vec![Vec::new(); units];
