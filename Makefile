@@ -28,7 +28,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare rl serve replay replay-set loadtest openai-client-test
+.PHONY: run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare rl opd serve replay replay-set loadtest openai-client-test
 
 # BIN=target/debug runs the pipeline on debug binaries, built without --release (quick checks at small sizes).
 build:
@@ -188,6 +188,40 @@ rl: build
 		--set heldout=$$(ls -d $(DISTILL)/heldout/variant-* | paste -sd,) --tasks $(DISTILL)/tasks.primary.jsonl \
 		--n $(RL_EVAL_TASKS) --faults $(FAULTS) --seed $(SEED) $(CATALOG) --episodes $(RL)/eval.jsonl \
 		--summary $(RL)/eval.json | tee $(RL)/eval.md
+
+# Stage 2 on the embedded default: a general ability to keep, domain SFT that erodes it, OPD that restores it.
+#  general  seeded general prompts with verifiable IFEval instructions (train with teacher answers, held-out eval)
+#  base     the general stage: general SFT + the dialogue language modelling of distill-base, from scratch
+#  sft      fixed-harness SFT from that base (original-harness episodes only)
+#  opd      OPD from the SFT model with the base as teacher, IFEval-lite every OPD_EVAL_STEPS steps
+#  eval     IFEval-lite of base, SFT and OPD (table.md), and the right tool of SFT and OPD in the simulator
+OPD := $(OUT)/opd
+GENERAL_TRAIN ?= 4000
+GENERAL_EVAL ?= 200
+GENERAL_STEPS ?= 300
+OPD_SFT_STEPS ?= 400
+OPD_STEPS ?= 60
+OPD_EVAL_STEPS ?= 20
+OPD_LR ?= 3e-4
+opd: build distill-data
+	@mkdir -p $(OPD)
+	$(HAT) general prompts --split train --n $(GENERAL_TRAIN) --seed $(SEED) -o $(OPD)/general-train.jsonl
+	$(HAT) general prompts --split eval --n $(GENERAL_EVAL) --seed $(SEED) -o $(OPD)/general-eval.jsonl
+	cat $(OPD)/general-train.jsonl $(DISTILL)/base.jsonl > $(OPD)/base-records.jsonl
+	$(TD) train --records $(OPD)/base-records.jsonl --assistant-only-loss false --model-init tiny --tokenizer $(DISTILL)/tokenizer \
+		--max-steps $(GENERAL_STEPS) --learning-rate $(DISTILL_LR) --batch-tokens $(DISTILL_BATCH_TOKENS) \
+		--save-steps $(GENERAL_STEPS) --seed $(SEED) --out $(OPD)/base --overwrite-output-dir
+	$(TD) train --records $(DISTILL)/teacher.original.jsonl --model-init $(call newest,$(OPD)/base) \
+		--tokenizer $(DISTILL)/tokenizer --max-steps $(OPD_SFT_STEPS) --learning-rate $(DISTILL_LR) \
+		--batch-tokens $(DISTILL_BATCH_TOKENS) --save-steps $(OPD_SFT_STEPS) --seed $(SEED) --out $(OPD)/sft --overwrite-output-dir
+	$(BIN)/opd --model $(call newest,$(OPD)/sft) --teacher $(call newest,$(OPD)/base) --prompts $(OPD)/general-train.jsonl \
+		--eval-prompts $(OPD)/general-eval.jsonl --eval-limit $(GENERAL_EVAL) --eval-steps $(OPD_EVAL_STEPS) \
+		--max-steps $(OPD_STEPS) --learning-rate $(OPD_LR) --seed $(SEED) --out $(OPD)/model --overwrite-output-dir
+	for m in base sft model; do echo "$$m $$($(HAT) general eval --model $$(ls -d $(OPD)/$$m/checkpoint-* | tail -1) \
+		--input $(OPD)/general-eval.jsonl 2>/dev/null)"; done | tee $(OPD)/ifeval-lite.txt
+	$(TD) eval --model sft=$(call newest,$(OPD)/sft) --model opd=$(call newest,$(OPD)/model) --set original=$(HARNESS) \
+		--tasks $(DISTILL)/tasks.primary.jsonl --n $(DISTILL_ROLLOUTS) --seed $(SEED) $(CATALOG) \
+		--summary $(OPD)/eval.json | tee $(OPD)/eval.md
 
 # `cargo test` has already built the debug binaries and examples, so the examples run on those
 # (PROFILE=debug) instead of paying for a second, release build in CI.

@@ -10,8 +10,8 @@ const LAYERS: &[&[&str]] = &[
     &["harness", "chat", "tokenizer", "tokenizer_cli"],
     &["model"],
     &["sim", "policy"],
-    &["agent", "hsa", "judge"],
-    &["train", "eval", "distill", "rl", "evolve"],
+    &["agent", "hsa", "judge", "general"],
+    &["train", "eval", "distill", "rl", "opd", "evolve"],
     &["serve", "replay"],
 ];
 

@@ -63,6 +63,7 @@ fn policy_loss_and_its_gradient_match_pytorch() {
                 old_logp: &old[i],
                 ref_logp: Some(&reference[i]),
                 advantage: adv[i],
+                token_advantages: None,
             })
             .collect();
         let out = policy_loss(&completions, &cfg);
@@ -404,6 +405,7 @@ mod end_to_end {
             spans: &spans,
             old: &old,
             reference: None,
+            token_advantages: None,
         };
         let mut opt = AdamW::new(AdamWConfig::default());
         let (model, out, grad_norm) = update(model, &mut opt, &batch, &settings, &device).unwrap();

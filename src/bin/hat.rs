@@ -41,6 +41,9 @@ enum Group {
     /// Harness evolution: diagnose failures, propose and evaluate edits, keep a versioned ledger.
     #[command(subcommand)]
     Evolve(hat::evolve::cli::EvolveCommand),
+    /// General prompts with verifiable instructions (train with teacher answers, held-out eval) and IFEval-lite.
+    #[command(subcommand)]
+    General(hat::general::cli::GeneralCommand),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Group::Tokenizer(cmd) => hat::tokenizer_cli::run(cmd, &mut out, &mut err),
         Group::Model(cmd) => hat::model::cli::run(cmd, &mut out, &mut err),
         Group::Evolve(cmd) => hat::evolve::cli::run(cmd, &mut out, &mut err),
+        Group::General(cmd) => hat::general::cli::run(cmd, &mut err),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

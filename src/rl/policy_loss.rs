@@ -58,6 +58,9 @@ pub struct Completion<'a> {
     pub old_logp: &'a [f64],
     pub ref_logp: Option<&'a [f64]>,
     pub advantage: f64,
+    /// Per-token advantages added to `advantage` (on-policy distillation's `−λ·(logq − logπ_T)`, which
+    /// tinker and TRL's MiniLLM add to the task advantage); `None` for none.
+    pub token_advantages: Option<&'a [f64]>,
 }
 
 /// The loss over a batch of completions, `∂L/∂logp` per token, and TRL's diagnostics.
@@ -107,7 +110,9 @@ pub fn policy_loss(completions: &[Completion<'_>], cfg: &PolicyLossConfig) -> Po
             continue;
         }
         let w = token_weight(len);
-        let a = c.advantage;
+        if let Some(extra) = c.token_advantages {
+            assert_eq!(extra.len(), len, "token advantages per token");
+        }
         let seq_ratio = || {
             let mean = c
                 .logp
@@ -129,6 +134,7 @@ pub fn policy_loss(completions: &[Completion<'_>], cfg: &PolicyLossConfig) -> Po
         };
         let mut grad = vec![0.0; len];
         for (t, &rho) in ratios.iter().enumerate() {
+            let a = c.advantage + c.token_advantages.map_or(0.0, |x| x[t]);
             let clipped = rho.clamp(lo, hi);
             let (unclipped_term, clipped_term) = (rho * a, clipped * a);
             out.loss -= w * unclipped_term.min(clipped_term);
@@ -208,6 +214,7 @@ mod tests {
                             old_logp: &old[i],
                             ref_logp: Some(&reference[i]),
                             advantage: adv[i],
+                            token_advantages: None,
                         })
                         .collect();
                     policy_loss(&cs, &c)
@@ -243,6 +250,7 @@ mod tests {
             old_logp: &logp,
             ref_logp: None,
             advantage: 2.0,
+            token_advantages: None,
         };
         let out = policy_loss(
             &[c],
@@ -261,6 +269,7 @@ mod tests {
             old_logp: &old,
             ref_logp: None,
             advantage: 1.0,
+            token_advantages: None,
         };
         let out = policy_loss(
             &[c],
@@ -290,6 +299,7 @@ mod tests {
             old_logp: &logp,
             ref_logp: Some(&logp),
             advantage: 0.0,
+            token_advantages: None,
         };
         let out = policy_loss(
             &[c],

@@ -246,6 +246,7 @@ where
             spans: &spans,
             old: &old,
             reference: reference_lp.as_deref(),
+            token_advantages: None,
         };
         let settings = UpdateConfig {
             loss: &cfg.loss,

@@ -86,12 +86,14 @@ pub struct UpdateConfig<'a> {
 }
 
 /// The completions an update trains on: the views, their spans, the sampling policy's log-probs
-/// (`old`) and, for a KL term, the reference's.
+/// (`old`), for a KL term the reference's, and per-token advantages added to the spans' (OPD's
+/// reverse-KL term), all per view in score order.
 pub struct Batch<'a> {
     pub views: &'a [TrainingView],
     pub spans: &'a [Span],
     pub old: &'a [Vec<f64>],
     pub reference: Option<&'a [Vec<f64>]>,
+    pub token_advantages: Option<&'a [Vec<f64>]>,
 }
 
 /// Runs the `num_iterations` optimizer steps of one RL step; returns the model, the last iteration's
@@ -125,8 +127,9 @@ pub fn update<B: AutodiffBackend>(
                 Completion {
                     logp: &current[s.view][range.clone()],
                     old_logp: &batch.old[s.view][range.clone()],
-                    ref_logp: batch.reference.map(|r| &r[s.view][range]),
+                    ref_logp: batch.reference.map(|r| &r[s.view][range.clone()]),
                     advantage: s.advantage,
+                    token_advantages: batch.token_advantages.map(|a| &a[s.view][range]),
                 }
             })
             .collect();

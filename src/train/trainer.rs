@@ -101,7 +101,7 @@ pub fn masked_token_loss<B: Backend>(
 
 /// The logits `[K, V]` at the K trained positions, from the final hidden states `[B, T, H]`: the LM head
 /// runs only where the loss looks (an SFT record trains a few dozen of its thousands of tokens).
-fn trained_logits<B: Backend>(
+pub fn trained_logits<B: Backend>(
     model: &CausalLm<B>,
     hidden: Tensor<B, 3>,
     batch: &BatchTensors<B>,

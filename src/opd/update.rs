@@ -1,0 +1,79 @@
+//! The update of the full-vocabulary loss (TRL GKD's generalized JSD): unlike the sampled-token loss,
+//! it reaches the weights through every logit of every trained position, so it cannot go through the
+//! RL update's weighted NLL. Each micro-batch runs the teacher (no gradients) and the student on the
+//! same rows, takes [`generalized_jsd_sum`] of their logits at the trained positions, and the step is
+//! the SFT trainer's: micro-batches summed, clipped, one AdamW step.
+
+use std::sync::Mutex;
+
+use anyhow::Result;
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+
+use super::gjsd::{generalized_jsd_sum, GjsdConfig};
+use crate::model::CausalLm;
+use crate::train::batch::{bucket_shared, to_tensors, BatchTensors};
+use crate::train::optim::AdamW;
+use crate::train::trainer::{batch_hidden_states, step_gradients, trained_logits, LossParts};
+use crate::train::view::TrainingView;
+
+/// Settings of one update.
+#[derive(Debug, Clone, Copy)]
+pub struct GjsdUpdate {
+    pub loss: GjsdConfig,
+    pub learning_rate: f64,
+    pub max_grad_norm: f64,
+    pub batch_tokens: usize,
+    pub aux_coef: f64,
+    pub pad: u32,
+}
+
+/// One optimizer step of the mean divergence over the views' trained tokens; returns the model, that
+/// mean and the gradient norm. `teacher` is the autodiff-backend copy of the teacher with no gradients
+/// (`no_grad`), so it runs on the student's micro-batches as they are.
+pub fn gjsd_update<B: AutodiffBackend>(
+    model: CausalLm<B>,
+    teacher: &CausalLm<B>,
+    opt: &mut AdamW<B::InnerBackend>,
+    views: &[TrainingView],
+    cfg: &GjsdUpdate,
+    device: &B::Device,
+) -> Result<(CausalLm<B>, f64, f64)> {
+    let tokens: usize = views.iter().map(TrainingView::trained_tokens).sum();
+    anyhow::ensure!(tokens > 0, "no trained tokens in the step");
+    let micro: Vec<BatchTensors<B>> = bucket_shared(views, cfg.batch_tokens)
+        .iter()
+        .map(|rows| {
+            let refs: Vec<&TrainingView> = rows.iter().map(|&i| &views[i]).collect();
+            to_tensors::<B>(&refs, cfg.pad, true, device)
+        })
+        .collect::<Result<_>>()?;
+    let count = micro.len();
+    // Micro-batches run on their own threads; each takes a handle to the teacher's weights.
+    let shared = Mutex::new(teacher.clone());
+    let (parts, mut buffer) = step_gradients(&model, micro, |m, b| {
+        let t = shared.lock().expect("teacher lock").clone();
+        let (hidden, _) = batch_hidden_states(&t, b);
+        let teacher_logits = trained_logits(&t, hidden, b).detach();
+        let (hidden, router_logits) = batch_hidden_states(m, b);
+        let sum = generalized_jsd_sum(trained_logits(m, hidden, b), teacher_logits, &cfg.loss);
+        let parts = LossParts {
+            ce_sum: sum.clone().into_scalar().elem(),
+            ..LossParts::default()
+        };
+        let mut total = sum.div_scalar(tokens as f64);
+        if cfg.aux_coef > 0.0 {
+            if let Some(aux) = m.aux_loss(&router_logits) {
+                total = total + aux.mul_scalar(cfg.aux_coef / count as f64);
+            }
+        }
+        Ok((total, parts))
+    })?;
+    let norm = if cfg.max_grad_norm > 0.0 {
+        buffer.clip(cfg.max_grad_norm)
+    } else {
+        buffer.norm()
+    };
+    let model = opt.step::<B, _>(model, cfg.learning_rate, &mut buffer);
+    Ok((model, parts.ce_sum / tokens as f64, norm))
+}
