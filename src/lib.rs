@@ -7,6 +7,7 @@ pub mod agent;
 pub mod chat;
 pub mod distill;
 pub mod eval;
+pub mod fuzz;
 pub mod harness;
 pub mod hsa;
 pub mod jsonl;

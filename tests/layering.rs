@@ -13,6 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["agent", "hsa", "judge"],
     &["train", "eval", "distill", "rl"],
     &["serve", "replay"],
+    &["fuzz"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
