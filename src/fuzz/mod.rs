@@ -16,8 +16,8 @@ pub mod checkpoint;
 pub mod harness;
 pub mod ifeval;
 pub mod jsonl_record;
+mod kept;
 pub mod replay_set;
-mod same_json;
 pub mod serve_http;
 pub mod tool_calls;
 

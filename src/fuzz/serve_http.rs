@@ -231,9 +231,16 @@ fn server() -> SocketAddr {
     static SERVER: OnceLock<(tokio::runtime::Runtime, RunningServer)> = OnceLock::new();
     SERVER
         .get_or_init(|| {
-            let corpus: Vec<&str> = QWEN3_CHAT_TEMPLATE.lines().collect();
+            // Trained on the template and the replay set's requests (tools, prompts, messages), so
+            // the requests the fuzzer derives from them fit the short context.
+            let replay = std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/testdata/replay/default.jsonl"
+            ))
+            .expect("the replay set");
+            let corpus: Vec<&str> = QWEN3_CHAT_TEMPLATE.lines().chain(replay.lines()).collect();
             let options = TrainOptions {
-                vocab_size: 512,
+                vocab_size: 2048,
                 min_frequency: 2,
             };
             let tok = tokenizer::train_bpe(corpus, &options).expect("a tokenizer trains");
@@ -255,7 +262,7 @@ fn server() -> SocketAddr {
                 engine: EngineConfig {
                     queue_capacity: 16,
                     max_batch: 4,
-                    max_context: 256,
+                    max_context: 192,
                 },
             };
             let (app, _engine) = build_app(model, tok, template, &options, None);

@@ -324,6 +324,14 @@ impl ModelConfig {
                 c.num_hidden_layers
             );
         }
+        // Qwen3-MoE rotates the whole head (transformers' qwen3_moe cannot apply a partial rotation
+        // either): a factor there would be read, ignored here and dropped from a written config.json.
+        if c.arch == Arch::Qwen3Moe && c.partial_rotary_factor != 1.0 {
+            bail!(
+                "partial_rotary_factor {} is not supported by qwen3_moe (it rotates the whole head)",
+                c.partial_rotary_factor
+            );
+        }
         if c.rotary_dim() % 2 != 0 {
             bail!(
                 "rotary dimension {} (head_dim {} x partial_rotary_factor {}) must be even",
