@@ -417,6 +417,8 @@ pub struct FunctionCall {
     pub name: String,
     #[serde(default)]
     pub arguments: String,
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 impl FunctionCall {
@@ -523,6 +525,7 @@ mod tests {
         let bad = FunctionCall {
             name: "x".into(),
             arguments: "[1]".into(),
+            extra: Map::new(),
         };
         assert!(bad
             .parsed_arguments()

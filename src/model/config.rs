@@ -240,6 +240,15 @@ impl ModelConfig {
             Some(_) => bool_or(o, "tie_word_embeddings", false)?,
             None => bool_or(top, "tie_word_embeddings", false)?,
         };
+        // Linear attention is Qwen3.5's: a qwen3_moe config keeps the defaults whatever it says, as
+        // it does for shared experts and MTP, so nothing is read that a written config.json drops.
+        let q35_usize = |key: &str, default: usize| {
+            if q35 {
+                usize_or(o, key, default)
+            } else {
+                Ok(default)
+            }
+        };
         let cfg = Self {
             arch,
             vocab_size: usize_or(o, "vocab_size", if q35 { 248320 } else { 151936 })?,
@@ -283,11 +292,11 @@ impl ModelConfig {
             max_position_embeddings: usize_or(o, "max_position_embeddings", 32768)?,
             initializer_range: f64_or(o, "initializer_range", 0.02)?,
             layer_types,
-            linear_num_key_heads: usize_or(o, "linear_num_key_heads", 16)?,
-            linear_num_value_heads: usize_or(o, "linear_num_value_heads", 32)?,
-            linear_key_head_dim: usize_or(o, "linear_key_head_dim", 128)?,
-            linear_value_head_dim: usize_or(o, "linear_value_head_dim", 128)?,
-            linear_conv_kernel_dim: usize_or(o, "linear_conv_kernel_dim", 4)?,
+            linear_num_key_heads: q35_usize("linear_num_key_heads", 16)?,
+            linear_num_value_heads: q35_usize("linear_num_value_heads", 32)?,
+            linear_key_head_dim: q35_usize("linear_key_head_dim", 128)?,
+            linear_value_head_dim: q35_usize("linear_value_head_dim", 128)?,
+            linear_conv_kernel_dim: q35_usize("linear_conv_kernel_dim", 4)?,
             mtp_num_hidden_layers: if q35 {
                 usize_or(o, "mtp_num_hidden_layers", 0)?
             } else {
