@@ -349,6 +349,10 @@ impl ModelConfig {
                 c.partial_rotary_factor
             );
         }
+        // `is_moe_layer` divides by it (transformers does too, and fails the same way).
+        if c.decoder_sparse_step == 0 {
+            bail!("decoder_sparse_step must be > 0 (layer i is sparse when (i + 1) % step == 0)");
+        }
         let any_moe = (0..c.num_hidden_layers).any(|i| c.is_moe_layer(i));
         if any_moe && (c.num_experts_per_tok == 0 || c.num_experts_per_tok > c.num_experts) {
             bail!(
