@@ -262,7 +262,7 @@ fn server() -> SocketAddr {
                 engine: EngineConfig {
                     queue_capacity: 16,
                     max_batch: 4,
-                    max_context: 192,
+                    max_context: 128,
                 },
             };
             let (app, _engine) = build_app(model, tok, template, &options, None);

@@ -257,7 +257,12 @@ impl ModelConfig {
             num_attention_heads,
             num_key_value_heads: usize_or(o, "num_key_value_heads", if q35 { 2 } else { 4 })?,
             head_dim,
-            intermediate_size: usize_or(o, "intermediate_size", 6144)?,
+            // Every Qwen3.5 layer is sparse: a dense size there is never used, nor written back.
+            intermediate_size: if q35 {
+                6144
+            } else {
+                usize_or(o, "intermediate_size", 6144)?
+            },
             moe_intermediate_size: usize_or(
                 o,
                 "moe_intermediate_size",
