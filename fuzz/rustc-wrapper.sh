@@ -2,7 +2,7 @@
 # RUSTC_WRAPPER for the fuzz build (fuzz/build.sh): adds libFuzzer's coverage instrumentation
 # (the flags cargo-fuzz passes) to the `hat` library and the fuzz targets only. The dependencies
 # stay exactly as `cargo build` made them, so the shared target directory reuses them instead of
-# rebuilding burn, tokenizers and axum instrumented (an hour on a 2-core box).
+# rebuilding burn, tokenizers, axum and the rest instrumented on a 2-core box.
 rustc="$1"
 shift
 case "$CARGO_PKG_NAME" in
