@@ -6,6 +6,8 @@
 #   make serve   OpenAI-compatible server + agent mode (MODEL=ckpt dir, else tiny RANDOM weights: demo only)
 #   make replay  replay-bench against a running server (make serve in another shell)
 #   make loadtest  1,000 requests at concurrency 32 + interleaved bad requests against serve (tiny, CPU)
+#   make fuzz    every libFuzzer target for FUZZ_SECONDS (default 120) each: executions, coverage, findings
+#                (docs/fuzzing.md; `make test` replays the committed corpus on stable)
 #
 # The pipeline, stage by stage (each a Unix tool over JSONL; outputs under $(OUT)/):
 #   1. validate the sample harness and write held-out harness variants (eval pool)
@@ -28,7 +30,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare rl opd serve replay replay-set loadtest openai-client-test
+.PHONY: run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare rl opd serve replay replay-set loadtest openai-client-test fuzz
 
 # BIN=target/debug runs the pipeline on debug binaries, built without --release (quick checks at small sizes).
 build:
@@ -280,3 +282,9 @@ loadtest: $(OUT)/tokenizer/tokenizer.json
 openai-client-test:
 	$(CARGO) build --bin serve --bin hat
 	tests/openai_client/run.sh
+
+# --- fuzzing (issue 30; docs/fuzzing.md) ---
+# Stable toolchain: libFuzzer comes from the libfuzzer-sys crate, coverage flags from fuzz/rustc-wrapper.sh.
+FUZZ_SECONDS ?= 120
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) OUT=$(OUT) CARGO=$(CARGO) scripts/fuzz.sh

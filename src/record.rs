@@ -182,6 +182,8 @@ pub struct ExpectedCall {
     /// Key arguments by canonical name; only these are checked.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub args: Extra,
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// Which harness (and which variant of it) an episode ran under.
@@ -258,11 +260,17 @@ pub struct Names {
     /// missing here keeps its canonical key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, BTreeMap<String, String>>,
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 impl Names {
+    /// No renaming and nothing else to keep (a `names` object with only unknown fields is written).
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty() && self.skills.is_empty() && self.params.is_empty()
+        self.tools.is_empty()
+            && self.skills.is_empty()
+            && self.params.is_empty()
+            && self.extra.is_empty()
     }
 
     /// The surface key of argument `key` of canonical tool `tool`.
@@ -445,6 +453,8 @@ pub struct FunctionCall {
     pub name: String,
     #[serde(default)]
     pub arguments: String,
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 impl FunctionCall {
@@ -551,6 +561,7 @@ mod tests {
         let bad = FunctionCall {
             name: "x".into(),
             arguments: "[1]".into(),
+            extra: Map::new(),
         };
         assert!(bad
             .parsed_arguments()

@@ -13,6 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["agent", "hsa", "judge", "general"],
     &["train", "eval", "distill", "rl", "opd", "evolve"],
     &["serve", "replay"],
+    &["fuzz"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

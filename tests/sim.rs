@@ -339,6 +339,7 @@ fn calls(list: &[(&str, &str)]) -> Message {
             function: FunctionCall {
                 name: name.to_string(),
                 arguments: args.to_string(),
+                extra: Default::default(),
             },
             extra: Default::default(),
         })

@@ -331,6 +331,7 @@ impl Agent {
                 function: FunctionCall {
                     name: c.name,
                     arguments: Value::Object(c.arguments).to_string(),
+                    extra: Map::new(),
                 },
                 extra: Map::new(),
             })

@@ -294,6 +294,14 @@ fn parse_hermes_body(body: &str, offset: usize) -> Result<ToolCall, ToolCallErro
             ))
         }
     };
+    // Chat templates write the name back between quotes unescaped (`'{"name": "' + name + '"'`), so
+    // a name that needs JSON escaping would turn the call into invalid JSON in the next prompt.
+    if name.contains(['"', '\\']) || name.contains(char::is_control) {
+        return Err(err(
+            ToolCallErrorKind::MissingName,
+            format!("tool name {name:?} has a quote, backslash or control character"),
+        ));
+    }
     let arguments = match obj.get("arguments") {
         None | Some(Json::Null) => Map::new(),
         Some(Json::Object(a)) => a.clone(),

@@ -285,8 +285,17 @@ fn template_vars(manifest: &Manifest, tools: &[Tool], skills: &[Skill]) -> minij
 /// Loads and validates `dir`, returning every problem (structural and semantic); an empty list
 /// means the harness is valid. Never fails and never panics on bad input.
 pub fn check_dir(dir: impl AsRef<Path>) -> Vec<Problem> {
-    let (files, mut problems) = files::read_dir(dir.as_ref());
-    let parsed = parse(files, Some(dir.as_ref().to_path_buf()));
+    let (files, problems) = files::read_dir(dir.as_ref());
+    checked(parse(files, Some(dir.as_ref().to_path_buf())), problems)
+}
+
+/// [`check_dir`] for an in-memory file set (no root directory, as [`Harness::from_files`]).
+pub fn check_files(files: FileSet) -> Vec<Problem> {
+    checked(parse(files, None), Vec::new())
+}
+
+/// `problems` met before parsing, then the parse's, then validation's when it parsed.
+fn checked(parsed: Parsed, mut problems: Vec<Problem>) -> Vec<Problem> {
     problems.extend(parsed.problems);
     if let Some(h) = parsed.harness {
         problems.extend(h.validate());

@@ -831,6 +831,8 @@ pub fn compose(outer: &Names, inner: &Names) -> Names {
         tools: one(&outer.tools, &inner.tools),
         skills: one(&outer.skills, &inner.skills),
         params,
+        // Fields of the record's own map that the composition does not know stay with it.
+        extra: outer.extra.clone(),
     }
 }
 

@@ -240,6 +240,15 @@ impl ModelConfig {
             Some(_) => bool_or(o, "tie_word_embeddings", false)?,
             None => bool_or(top, "tie_word_embeddings", false)?,
         };
+        // Linear attention is Qwen3.5's: a qwen3_moe config keeps the defaults whatever it says, as
+        // it does for shared experts and MTP, so nothing is read that a written config.json drops.
+        let q35_usize = |key: &str, default: usize| {
+            if q35 {
+                usize_or(o, key, default)
+            } else {
+                Ok(default)
+            }
+        };
         let cfg = Self {
             arch,
             vocab_size: usize_or(o, "vocab_size", if q35 { 248320 } else { 151936 })?,
@@ -248,7 +257,12 @@ impl ModelConfig {
             num_attention_heads,
             num_key_value_heads: usize_or(o, "num_key_value_heads", if q35 { 2 } else { 4 })?,
             head_dim,
-            intermediate_size: usize_or(o, "intermediate_size", 6144)?,
+            // Every Qwen3.5 layer is sparse: a dense size there is never used, nor written back.
+            intermediate_size: if q35 {
+                6144
+            } else {
+                usize_or(o, "intermediate_size", 6144)?
+            },
             moe_intermediate_size: usize_or(
                 o,
                 "moe_intermediate_size",
@@ -283,11 +297,11 @@ impl ModelConfig {
             max_position_embeddings: usize_or(o, "max_position_embeddings", 32768)?,
             initializer_range: f64_or(o, "initializer_range", 0.02)?,
             layer_types,
-            linear_num_key_heads: usize_or(o, "linear_num_key_heads", 16)?,
-            linear_num_value_heads: usize_or(o, "linear_num_value_heads", 32)?,
-            linear_key_head_dim: usize_or(o, "linear_key_head_dim", 128)?,
-            linear_value_head_dim: usize_or(o, "linear_value_head_dim", 128)?,
-            linear_conv_kernel_dim: usize_or(o, "linear_conv_kernel_dim", 4)?,
+            linear_num_key_heads: q35_usize("linear_num_key_heads", 16)?,
+            linear_num_value_heads: q35_usize("linear_num_value_heads", 32)?,
+            linear_key_head_dim: q35_usize("linear_key_head_dim", 128)?,
+            linear_value_head_dim: q35_usize("linear_value_head_dim", 128)?,
+            linear_conv_kernel_dim: q35_usize("linear_conv_kernel_dim", 4)?,
             mtp_num_hidden_layers: if q35 {
                 usize_or(o, "mtp_num_hidden_layers", 0)?
             } else {
@@ -324,6 +338,14 @@ impl ModelConfig {
                 c.num_hidden_layers
             );
         }
+        // Qwen3-MoE rotates the whole head (transformers' qwen3_moe cannot apply a partial rotation
+        // either): a factor there would be read, ignored here and dropped from a written config.json.
+        if c.arch == Arch::Qwen3Moe && c.partial_rotary_factor != 1.0 {
+            bail!(
+                "partial_rotary_factor {} is not supported by qwen3_moe (it rotates the whole head)",
+                c.partial_rotary_factor
+            );
+        }
         if c.rotary_dim() % 2 != 0 {
             bail!(
                 "rotary dimension {} (head_dim {} x partial_rotary_factor {}) must be even",
@@ -331,6 +353,10 @@ impl ModelConfig {
                 c.head_dim,
                 c.partial_rotary_factor
             );
+        }
+        // `is_moe_layer` divides by it (transformers does too, and fails the same way).
+        if c.decoder_sparse_step == 0 {
+            bail!("decoder_sparse_step must be > 0 (layer i is sparse when (i + 1) % step == 0)");
         }
         let any_moe = (0..c.num_hidden_layers).any(|i| c.is_moe_layer(i));
         if any_moe && (c.num_experts_per_tok == 0 || c.num_experts_per_tok > c.num_experts) {

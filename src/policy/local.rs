@@ -150,6 +150,7 @@ fn to_message(text: &str, format: ToolCallFormat, tools: &[Json]) -> Message {
             function: FunctionCall {
                 name: c.name,
                 arguments: Json::Object(c.arguments).to_string(),
+                extra: Map::new(),
             },
             extra: Map::new(),
         })

@@ -330,6 +330,7 @@ fn tool_message(calls: Vec<(String, Value)>, round: u64) -> Message {
             function: FunctionCall {
                 name,
                 arguments: args.to_string(),
+                extra: Map::new(),
             },
             extra: Map::new(),
         })

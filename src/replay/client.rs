@@ -231,6 +231,7 @@ impl Reply {
                 function: FunctionCall {
                     name: name.clone(),
                     arguments: args.clone(),
+                    extra: Map::new(),
                 },
                 extra: Map::new(),
             });

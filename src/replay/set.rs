@@ -58,13 +58,18 @@ impl Entry {
 pub fn read(path: &std::path::Path) -> Result<Vec<Entry>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading replay set {}", path.display()))?;
+    parse(&path.display().to_string(), &text)
+}
+
+/// Parses the text of a replay set; `source` names it in errors, with the line.
+pub fn parse(source: &str, text: &str) -> Result<Vec<Entry>> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            let v: Value = serde_json::from_str(l)
-                .with_context(|| format!("{}:{}: not JSON", path.display(), i + 1))?;
-            Entry::from_json(v).with_context(|| format!("{}:{}", path.display(), i + 1))
+            let v: Value =
+                serde_json::from_str(l).with_context(|| format!("{source}:{}: not JSON", i + 1))?;
+            Entry::from_json(v).with_context(|| format!("{source}:{}", i + 1))
         })
         .collect()
 }

@@ -785,6 +785,7 @@ impl Builder<'_> {
                 Value::Object(m) => m,
                 _ => Map::new(),
             },
+            extra: Map::new(),
         };
         let p = ask
             .product_id

@@ -61,11 +61,22 @@ impl Checkpoint {
         if paths.is_empty() {
             bail!("no *.safetensors files in {}", dir.display());
         }
+        let shards = paths
+            .into_iter()
+            .map(|path| {
+                let bytes =
+                    std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+                Ok((path, bytes))
+            })
+            .collect::<Result<_>>()?;
+        Self::from_shards(dir, shards)
+    }
+
+    /// The checkpoint in `dir` made of these safetensors files (path and contents, in order).
+    pub fn from_shards(dir: &Path, shards: Vec<(PathBuf, Vec<u8>)>) -> Result<Self> {
         let mut files = Vec::new();
         let mut index = HashMap::new();
-        for path in paths {
-            let bytes =
-                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        for (path, bytes) in shards {
             let (header_len, meta) = SafeTensors::read_metadata(&bytes)
                 .map_err(|e| anyhow!("{}: invalid safetensors: {e:?}", path.display()))?;
             for name in meta.tensors().keys() {
