@@ -378,6 +378,16 @@ fn config_rules_follow_transformers() -> Result<()> {
         .unwrap_err()
         .to_string();
     assert!(err.contains("llama") && err.contains("qwen3_moe"), "{err}");
+    // A corrupt layer count is an error before any per-layer table is allocated.
+    let err = ModelConfig::from_json(
+        &serde_json::json!({"model_type": "qwen3_5_moe_text", "num_hidden_layers": 60_000_000_063u64}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("num_hidden_layers 60000000063 is over 1024"),
+        "{err}"
+    );
     let err = ModelConfig::from_json(
         &serde_json::json!({"model_type": "qwen3_moe", "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}),
     )

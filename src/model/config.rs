@@ -5,6 +5,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
+/// More decoder layers than any released model has by an order of magnitude (Qwen3-235B has 94).
+const MAX_LAYERS: usize = 1024;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arch {
     /// Qwen3-30B-A3B family: attention + routed experts, plain `w` RMSNorm.
@@ -136,6 +139,13 @@ impl ModelConfig {
             bail!("num_attention_heads must be > 0");
         }
         let num_hidden_layers = usize_or(o, "num_hidden_layers", if q35 { 40 } else { 24 })?;
+        // Per-layer tables are built from this count before any weight is read: a corrupt value must
+        // be an error here, not an allocation of billions of entries (found by `make fuzz`).
+        if num_hidden_layers > MAX_LAYERS {
+            bail!(
+                "num_hidden_layers {num_hidden_layers} is over {MAX_LAYERS}: not the config.json of a real checkpoint"
+            );
+        }
         // HF: `getattr(config, "head_dim", None) or hidden_size // num_attention_heads`
         let head_dim = match get(o, "head_dim").and_then(Value::as_u64) {
             Some(h) if h > 0 => h as usize,
