@@ -147,7 +147,7 @@ fn round(ledger: &mut Ledger, s: &Settings<'_>) -> Result<Option<Entry>> {
                 ledger.dir.join("diffs").join(format!("v{version}.diff")),
                 unified_diff(&harness, &candidate),
             )?;
-            evaluated(ledger, &head, version, &candidate, proposal, s)?
+            evaluated(ledger, &head, &episodes, version, &candidate, proposal, s)?
         }
     };
     ledger.append(entry.clone())?;
@@ -155,19 +155,20 @@ fn round(ledger: &mut Ledger, s: &Settings<'_>) -> Result<Option<Entry>> {
 }
 
 /// Evaluate a written candidate and decide on it against `head`.
+/// `parent` is the scored run of `head`, already read for the diagnosis.
 fn evaluated(
     ledger: &Ledger,
     head: &Entry,
+    parent: &[Trajectory],
     version: usize,
     candidate: &Harness,
     proposal: Proposal,
     s: &Settings<'_>,
 ) -> Result<Entry> {
     let episodes = evaluate(ledger, version, s)?;
-    let parent = read_run(&ledger.run_file(head.version))?;
     let comparisons: Vec<Judged> = Metric::DIMENSIONS
         .iter()
-        .map(|&m| compare(&parent, &episodes, m, s.alpha, 1e-9).map(|c| Judged::from(&c)))
+        .map(|&m| compare(parent, &episodes, m, s.alpha, 1e-9).map(|c| Judged::from(&c)))
         .collect::<Result<_>>()?;
     let (decision, reason) = decide(&comparisons, s.alpha);
     Ok(Entry {
