@@ -1,5 +1,6 @@
 # HAT toolkit — the pipeline on the embedded default, the tests, the benchmarks.
 #   make run     set up and run the pipeline as far as it exists today (the main job)
+#   make reproduce  the paper's table at toy scale, every stage (out/reproduce/report.md); make demo: tiny budgets
 #   make test    the test suite and the examples (what CI runs)
 #   make examples  build and run every example and pipeline in examples/ (PROFILE=release for release bins)
 #   make bench   benchmarks that print figures (make bench-model: ratios to transformers)
@@ -30,7 +31,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare rl opd serve replay replay-set loadtest openai-client-test fuzz
+.PHONY: reproduce demo run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare rl opd serve replay replay-set loadtest openai-client-test fuzz
 
 # BIN=target/debug runs the pipeline on debug binaries, built without --release (quick checks at small sizes).
 build:
@@ -224,6 +225,128 @@ opd: build distill-data
 	$(TD) eval --model sft=$(call newest,$(OPD)/sft) --model opd=$(call newest,$(OPD)/model) --set original=$(HARNESS) \
 		--tasks $(DISTILL)/tasks.primary.jsonl --n $(DISTILL_ROLLOUTS) --seed $(SEED) $(CATALOG) \
 		--summary $(OPD)/eval.json | tee $(OPD)/eval.md
+
+# --- make reproduce (issue 25): the paper's table at toy scale, every stage a target over files ---
+# data     the distill-data sets under $(REPRO)/data, general prompts (train with answers, held-out eval),
+#          and the fixed-harness arm's records (original harness only)
+# base     general SFT + language modelling of the domain dialogues, from scratch: the "base" row
+# fixed    fixed-harness SFT from base      } equal compute: same steps, batch, seed
+# hsa      HSA-SFT from base                }
+# opd      OPD from HSA-SFT with base as teacher (general prompts): restores what SFT eroded
+# rl       HSA-RL (grpo-train) from OPD, train-pool variants, faults on
+# eval-X   stage X on Live-Stream QA-lite (primary: held-out tasks, original harness), Harness-Variant QA-lite
+#          (the same tasks under 8 held-out variants), Synthetic LS-QA (held-out wording), IFEval-lite
+# oracle   the teacher on the same sets (the reference row)
+# replay   serve the final model, replay-bench in agent mode at 1 request/s
+# report   $(REPRO)/report.md + scores.svg (`hat report`), the wall-clock of each stage from times.tsv
+# Each stage leaves $(REPRO)/STAGE.done: `rm $(REPRO)/opd.done && make reproduce` re-runs OPD and what
+# follows it. HARNESS=harness-samples/aftersales make reproduce runs it on another harness.
+REPRO ?= $(OUT)/reproduce
+R_DATA = $(REPRO)/data
+R_BASE_STEPS ?= 200
+R_SFT_STEPS ?= 200
+R_OPD_STEPS ?= 40
+R_RL_STEPS ?= 20
+R_EVAL_TASKS ?= 200
+R_REPLAY_PROMPTS ?= 110
+R_STAGES := base fixed hsa opd rl
+R_CKPT = $$(ls -d $(REPRO)/$(1)/checkpoint-* | tail -1)
+R_TRAIN = $(TD) train --tokenizer $(R_DATA)/tokenizer --learning-rate $(DISTILL_LR) --batch-tokens $(DISTILL_BATCH_TOKENS) \
+	--gradient-accumulation-steps $(DISTILL_ACCUM) --seed $(SEED) --eval-steps 0 --overwrite-output-dir
+# Every stage's recipe starts with $(r-start) and ends with $(r-end STAGE): seconds into times.tsv.
+r-start = @mkdir -p $(REPRO) && date +%s > $@.start
+r-end = @echo -e "$(1)\t$$(( $$(date +%s) - $$(cat $@.start) ))" >> $(REPRO)/times.tsv && rm $@.start && touch $@
+
+reproduce: $(REPRO)/report.md
+	@cat $(REPRO)/report.md
+
+$(REPRO)/data.done:
+	$(r-start)
+	$(MAKE) distill-data DISTILL=$(R_DATA)
+	$(HAT) general prompts --split train --n $(GENERAL_TRAIN) --seed $(SEED) -o $(R_DATA)/general-train.jsonl
+	$(HAT) general prompts --split eval --n $(GENERAL_EVAL) --seed $(SEED) -o $(R_DATA)/general-eval.jsonl
+	$(TD) collect --harness $(HARNESS) --tasks $(R_DATA)/tasks.train.jsonl --variants 0 --faults $(FAULTS) \
+		--keep-retry-prob $(DISTILL_KEEP_RETRY) --seed $(SEED) $(CATALOG) -o $(R_DATA)/teacher.fixed.full.jsonl
+	$(HAT) records cat --first-turn -i $(R_DATA)/teacher.original.jsonl -o $(R_DATA)/teacher.fixed.first.jsonl
+	cat $(R_DATA)/teacher.fixed.full.jsonl $(R_DATA)/teacher.fixed.first.jsonl > $(R_DATA)/teacher.fixed.jsonl
+	cat $(R_DATA)/general-train.jsonl $(R_DATA)/base.jsonl > $(R_DATA)/base-records.jsonl
+	$(call r-end,data)
+
+$(REPRO)/base.done: $(REPRO)/data.done
+	$(r-start)
+	$(R_TRAIN) --records $(R_DATA)/base-records.jsonl --assistant-only-loss false --model-init tiny \
+		--max-steps $(R_BASE_STEPS) --save-steps $(R_BASE_STEPS) --out $(REPRO)/base
+	$(call r-end,base)
+
+$(REPRO)/fixed.done: $(REPRO)/base.done
+	$(r-start)
+	$(R_TRAIN) --records $(R_DATA)/teacher.fixed.jsonl --model-init $(call R_CKPT,base) \
+		--max-steps $(R_SFT_STEPS) --save-steps $(R_SFT_STEPS) --out $(REPRO)/fixed
+	$(call r-end,fixed)
+
+$(REPRO)/hsa.done: $(REPRO)/base.done
+	$(r-start)
+	$(R_TRAIN) --records $(R_DATA)/teacher.jsonl --model-init $(call R_CKPT,base) \
+		--max-steps $(R_SFT_STEPS) --save-steps $(R_SFT_STEPS) --out $(REPRO)/hsa
+	$(call r-end,hsa)
+
+$(REPRO)/opd.done: $(REPRO)/hsa.done
+	$(r-start)
+	$(BIN)/opd --model $(call R_CKPT,hsa) --teacher $(call R_CKPT,base) --prompts $(R_DATA)/general-train.jsonl \
+		--max-steps $(R_OPD_STEPS) --save-steps $(R_OPD_STEPS) --learning-rate $(OPD_LR) --seed $(SEED) \
+		--out $(REPRO)/opd --overwrite-output-dir
+	$(call r-end,opd)
+
+$(REPRO)/rl.done: $(REPRO)/opd.done
+	$(r-start)
+	$(HAT) sim tasks --harness $(HARNESS) --n 2000 --split train --viewers-per-room 16 --seed $$(($(SEED) + 2)) $(CATALOG) \
+		-o $(R_DATA)/tasks.rl.jsonl
+	rm -rf $(R_DATA)/rl-variants
+	$(BIN)/hsa-augment --harness $(HARNESS) --out $(R_DATA)/rl-variants --n 8 --pool train --seed $(SEED)
+	$(BIN)/grpo-train --model $(call R_CKPT,opd) --tasks $(R_DATA)/tasks.rl.jsonl --harness $(HARNESS) \
+		$$(for d in $(R_DATA)/rl-variants/variant-*; do echo --harness $$d; done) --faults $(FAULTS) $(CATALOG) \
+		--max-steps $(R_RL_STEPS) --save-steps $(R_RL_STEPS) --num-generations $(RL_GENERATIONS) \
+		--tasks-per-step $(RL_TASKS_PER_STEP) --learning-rate $(RL_LR) --seed $(SEED) --out $(REPRO)/rl --overwrite-output-dir
+	$(call r-end,rl)
+
+# Stage X's checkpoint on the three QA-lite sets (scored episodes) and IFEval-lite.
+R_EVAL = $(TD) eval --tasks $(1) --n $(R_EVAL_TASKS) --faults $(FAULTS) --seed $(SEED) $(CATALOG)
+$(REPRO)/eval-%.done: $(REPRO)/%.done
+	$(r-start)
+	@mkdir -p $(REPRO)/eval $(REPRO)/ifeval
+	$(call R_EVAL,$(R_DATA)/tasks.primary.jsonl) --model $*=$(call R_CKPT,$*) --set primary=$(HARNESS) \
+		--episodes $(REPRO)/eval/$*.primary.jsonl > /dev/null
+	$(call R_EVAL,$(R_DATA)/tasks.primary.jsonl) --model $*=$(call R_CKPT,$*) \
+		--set heldout=$$(ls -d $(R_DATA)/heldout/variant-* | paste -sd,) --episodes $(REPRO)/eval/$*.heldout.jsonl > /dev/null
+	$(call R_EVAL,$(R_DATA)/tasks.phrasings.jsonl) --model $*=$(call R_CKPT,$*) --set phrasings=$(HARNESS) \
+		--episodes $(REPRO)/eval/$*.phrasings.jsonl > /dev/null
+	$(HAT) general eval --model $(call R_CKPT,$*) --input $(R_DATA)/general-eval.jsonl > $(REPRO)/ifeval/$*.json
+	$(call r-end,eval-$*)
+
+# The teacher (oracle) on the same tasks, the same faults and seed: the reference row.
+$(REPRO)/oracle.done: $(REPRO)/data.done
+	$(r-start)
+	@mkdir -p $(REPRO)/eval
+	for set in primary phrasings; do \
+		head -n $(R_EVAL_TASKS) $(R_DATA)/tasks.$$set.jsonl | $(HAT) sim rollout --harness $(HARNESS) --tasks - \
+			--faults $(FAULTS) --seed $(SEED) $(CATALOG) -o - | $(BIN)/judge score -i - -o $(REPRO)/eval/oracle.$$set.jsonl; \
+	done
+	$(call r-end,oracle)
+
+$(REPRO)/replay.done: $(REPRO)/rl.done
+	$(r-start)
+	scripts/serve_and_replay.sh $(BIN) $(call R_CKPT,rl) $(HARNESS) $(R_REPLAY_PROMPTS) $(REPRO)/replay
+	$(call r-end,replay)
+
+$(REPRO)/report.md: $(foreach s,$(R_STAGES),$(REPRO)/eval-$(s).done) $(REPRO)/oracle.done $(REPRO)/replay.done
+	$(HAT) report --dir $(REPRO) --stage base=Base --stage 'fixed=Fixed-harness SFT' --stage hsa=HSA-SFT \
+		--stage 'opd=+ OPD' --stage 'rl=+ HSA-RL (HAT)' --oracle 'oracle=Teacher (oracle)' -o $@ > /dev/null
+
+# The same chain with tiny budgets (≤ 10 minutes on 2 cores): to see every stage run, not to read results.
+demo:
+	$(MAKE) reproduce REPRO=$(OUT)/demo DISTILL_PRODUCTS=60 DISTILL_TASKS=160 DISTILL_FIRST_TASKS=320 DISTILL_VARIANTS=4 \
+		DISTILL_EVAL_TASKS=24 R_EVAL_TASKS=24 GENERAL_TRAIN=200 GENERAL_EVAL=24 DISTILL_BATCH_TOKENS=4096 DISTILL_ACCUM=1 \
+		R_BASE_STEPS=4 R_SFT_STEPS=4 R_OPD_STEPS=2 R_RL_STEPS=1 RL_TASKS_PER_STEP=2 RL_GENERATIONS=2 R_REPLAY_PROMPTS=8
 
 # `cargo test` has already built the debug binaries and examples, so the examples run on those
 # (PROFILE=debug) instead of paying for a second, release build in CI.

@@ -209,3 +209,79 @@ fn the_probe_reports_opening_calls_by_intent_and_what_was_said() {
         p.loss
     );
 }
+
+/// `hat report` over what the reproduce stages write: the paper's table with intervals, the paired test
+/// between adjacent stages, each claim checked in a sentence — reproduced or not — and the plot.
+#[test]
+fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_claims() {
+    use hat::eval::report::{write, ReportArgs};
+    let dir = TempDir::new().unwrap();
+    let eval = dir.path().join("eval");
+    std::fs::create_dir_all(&eval).unwrap();
+    std::fs::create_dir_all(dir.path().join("ifeval")).unwrap();
+    // Accuracy 1 on the first `right` of 20 tasks, 0 on the rest.
+    let write_set = |stage: &str, set: &str, right: usize| {
+        let lines: Vec<String> = (0..20)
+            .map(|i| {
+                let ok = i < right;
+                let t = episode(
+                    &format!("t{i}"),
+                    "product_qa",
+                    if ok { "check_inventory" } else { "x" },
+                    f64::from(u8::from(ok)),
+                );
+                serde_json::to_string(&t).unwrap()
+            })
+            .collect();
+        std::fs::write(eval.join(format!("{stage}.{set}.jsonl")), lines.join("\n") + "\n").unwrap();
+    };
+    // (stage, primary, heldout) right of 20; phrasings only for the oracle.
+    for (stage, primary, heldout) in [
+        ("base", 2, 1),
+        ("fixed", 16, 4),
+        ("hsa", 16, 14),
+        ("opd", 16, 14),
+        ("rl", 15, 14),
+        ("oracle", 20, 20),
+    ] {
+        write_set(stage, "primary", primary);
+        write_set(stage, "heldout", heldout);
+    }
+    write_set("oracle", "phrasings", 20);
+    let ifeval = |strict: usize| {
+        let rate = |k: usize| json!({"value": k as f64 / 100.0, "correct": k, "total": 100, "low": 0.0, "high": 1.0});
+        json!({"prompt_strict": rate(strict), "prompt_loose": rate(strict), "instruction_strict": rate(strict), "instruction_loose": rate(strict)}).to_string()
+    };
+    for (stage, strict) in [("base", 40), ("hsa", 20), ("opd", 38)] {
+        std::fs::write(dir.path().join(format!("ifeval/{stage}.json")), ifeval(strict) + "\n").unwrap();
+    }
+    std::fs::write(dir.path().join("times.tsv"), "base\t120\nhsa\t300\n").unwrap();
+    let output = dir.path().join("report.md");
+    let args = ReportArgs {
+        dir: dir.path().to_path_buf(),
+        stages: ["base=Base", "fixed=Fixed SFT", "hsa=HSA-SFT", "opd=+ OPD", "rl=+ RL"]
+            .map(String::from)
+            .to_vec(),
+        oracle: Some("oracle=Teacher".into()),
+        output: output.clone(),
+    };
+    let md = write(&args).unwrap();
+    assert_eq!(std::fs::read_to_string(&output).unwrap(), md);
+    // 16 of 20 = 80.0 with its Wilson interval (0.584, 0.919) — accuracy is a mean, so its interval is
+    // the normal one; just the value and n here — and an empty cell where a set was not measured.
+    assert!(md.contains("| HSA-SFT | 80.0 ["), "{md}");
+    assert!(md.contains("(n = 20) | 70.0 ["), "{md}");
+    assert!(md.contains("| – | 20.0 ["), "phrasings not measured for HSA-SFT, IFEval 20/100: {md}");
+    // Paired test HSA vs fixed on held-out variants: HSA right on 10 tasks fixed got wrong, none the
+    // other way: p = 2 · 0.5^10.
+    assert!(md.contains("| HSA-SFT vs Fixed SFT | Harness-Variant QA-lite | 10 / 0, p = 1.95e-3 |"), "{md}");
+    assert!(md.contains("ahead of fixed-harness SFT on Harness-Variant QA-lite by ≥ 20 points (paired p < 0.01): reproduces — +50.0 points"), "{md}");
+    // SFT lost 20 IFEval-lite points, OPD recovered 18: 90%.
+    assert!(md.contains("loss: reproduces — SFT lost 20.0 points (base 40.0 → 20.0), OPD recovered 90%"), "{md}");
+    assert!(md.contains("RL adds ≥ 2 points on Harness-Variant QA-lite: does NOT reproduce — +0.0 points"), "{md}");
+    assert!(md.contains("within 5 points of the teacher on Live-Stream QA-lite: does NOT reproduce — teacher 100.0, final 75.0"), "{md}");
+    assert!(md.contains("| total | 420 |"), "{md}");
+    let svg = std::fs::read_to_string(dir.path().join("scores.svg")).unwrap();
+    // 6 rows × 3 QA sets + 3 IFEval bars (the rest absent), plus 6 legend keys.
+    assert_eq!(svg.matches("<rect x=").count(), 6 * 2 + 1 + 3 + 6, "{svg}");
+}

@@ -44,6 +44,11 @@ enum Group {
     /// General prompts with verifiable instructions (train with teacher answers, held-out eval) and IFEval-lite.
     #[command(subcommand)]
     General(hat::general::cli::GeneralCommand),
+    /// The stage-by-stage report of `make reproduce`: the paper's table with intervals, paired tests
+    /// between adjacent stages, the claims checked, latency and wall-clock; writes markdown + scores.svg.
+    ///
+    /// Example: hat report --dir out/reproduce --stage base=Base --stage hsa=HSA-SFT -o out/reproduce/report.md
+    Report(hat::eval::report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +63,10 @@ fn main() -> ExitCode {
         Group::Model(cmd) => hat::model::cli::run(cmd, &mut out, &mut err),
         Group::Evolve(cmd) => hat::evolve::cli::run(cmd, &mut out, &mut err),
         Group::General(cmd) => hat::general::cli::run(cmd, &mut err),
+        Group::Report(a) => hat::eval::report::write(a).map(|md| {
+            print!("{md}");
+            0
+        }),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

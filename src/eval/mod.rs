@@ -7,6 +7,9 @@
 //!   the opening skill/tool call, and every tool call — by intent; seconds instead of minutes, and the
 //!   direct measure of whether a model reads the harness in its prompt (the same tasks under renamed
 //!   tools).
+//! * [`report`]: the stage-by-stage report of `make reproduce` (`hat report`), plotted by [`bars`].
 
+pub mod bars;
 pub mod probe;
+pub mod report;
 pub mod rollout;

@@ -4,7 +4,7 @@
 //! independent, which they are not quite (one bad answer fails several), so they are a little narrow.
 
 use anyhow::{bail, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::judge::ifeval::files::Evaluated;
 use crate::judge::ifeval::report::{Report, Tally};
@@ -12,7 +12,7 @@ use crate::judge::ifeval::{follow, InputExample, Mode};
 use crate::judge::stats::wilson;
 
 /// A rate with its count and interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Rate {
     pub value: f64,
     pub correct: usize,
@@ -45,7 +45,7 @@ impl Rate {
 }
 
 /// The four IFEval-lite numbers.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct IfevalLite {
     pub prompt_strict: Rate,
     pub prompt_loose: Rate,

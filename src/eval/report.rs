@@ -1,0 +1,338 @@
+//! The stage-by-stage report of `make reproduce` (`hat report`): every stage's checkpoint measured on
+//! the same held-out sets, laid out like the paper's results table, each cell with its 95% interval and
+//! n, the paired sign test between adjacent stages, the method's four claims checked in sentences (a
+//! claim that does not reproduce says so instead of hiding its row), the agent-mode latency of the final
+//! model, and the wall-clock of each stage.
+//!
+//! It reads what the Make stages wrote under one directory:
+//! * `eval/STAGE.SET.jsonl` — the stage's scored episodes on SET (`teacher-distill eval --episodes`,
+//!   or `hat sim rollout` + `judge score` for the oracle), SET one of `primary` (Live-Stream QA-lite:
+//!   held-out tasks, original harness), `heldout` (Harness-Variant QA-lite: the same tasks under held-out
+//!   variants), `phrasings` (Synthetic LS-QA: held-out wording);
+//! * `ifeval/STAGE.json` — IFEval-lite of the stage (`hat general eval`);
+//! * `replay/summary.json` — `replay-bench run --mode agent` against the served final model;
+//! * `times.tsv` — `STAGE<TAB>seconds` per line.
+//!
+//! A missing file leaves its cells empty ("–"): the report of a partial run is still a report.
+//! The QA-lite score is the judge's accuracy (mean over episodes, ×100); right tool and skill selection
+//! are in the detail table.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use super::bars::{grouped_bars_svg, Bar};
+use super::rollout::{paired_right_tool, paired_scores, summarise, EvalSummary, Estimate};
+use crate::general::score::IfevalLite;
+use crate::jsonl::read_all;
+use crate::record::Trajectory;
+
+/// The evaluation sets, as file names and the paper's column names.
+const SETS: [(&str, &str); 3] = [
+    ("primary", "Live-Stream QA-lite"),
+    ("heldout", "Harness-Variant QA-lite"),
+    ("phrasings", "Synthetic LS-QA"),
+];
+
+/// The paper's figures for the complete agent on one H20: P50 and P95 end-to-end seconds.
+const PAPER_P50_S: f64 = 3.4;
+const PAPER_P95_S: f64 = 8.1;
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The directory the reproduce stages wrote (eval/, ifeval/, replay/, times.tsv).
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The stages in training order, as NAME=LABEL (repeat): base, fixed-harness SFT, HSA-SFT, OPD, RL.
+    /// The claims use the names base, fixed, hsa, opd and rl; adjacent stages get the paired test.
+    #[arg(long = "stage", value_name = "NAME=LABEL", required = true)]
+    pub stages: Vec<String>,
+    /// The teacher's episodes as NAME=LABEL: a reference row, not a stage.
+    #[arg(long, value_name = "NAME=LABEL")]
+    pub oracle: Option<String>,
+    /// Where to write the markdown; the plot is written beside it as scores.svg.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+/// Everything measured about one stage (or the oracle).
+struct Row {
+    name: String,
+    label: String,
+    /// Per set name: the scored episodes and their summary.
+    sets: BTreeMap<&'static str, (Vec<Trajectory>, EvalSummary)>,
+    ifeval: Option<IfevalLite>,
+}
+
+impl Row {
+    fn load(dir: &Path, spec: &str) -> Result<Row> {
+        let (name, label) = spec.split_once('=').unwrap_or((spec, spec));
+        let mut sets = BTreeMap::new();
+        for (set, _) in SETS {
+            let path = dir.join("eval").join(format!("{name}.{set}.jsonl"));
+            if path.exists() {
+                let episodes: Vec<Trajectory> = read_all(&path.to_string_lossy())?;
+                let summary = summarise(set, &episodes, 0);
+                sets.insert(set, (episodes, summary));
+            }
+        }
+        let path = dir.join("ifeval").join(format!("{name}.json"));
+        let ifeval = if path.exists() {
+            let text = std::fs::read_to_string(&path)?;
+            Some(
+                serde_json::from_str(text.trim())
+                    .with_context(|| format!("{}: not IFEval-lite JSON", path.display()))?,
+            )
+        } else {
+            None
+        };
+        Ok(Row {
+            name: name.to_string(),
+            label: label.to_string(),
+            sets,
+            ifeval,
+        })
+    }
+
+    fn summary(&self, set: &str) -> Option<&EvalSummary> {
+        self.sets.get(set).map(|(_, s)| s)
+    }
+
+    /// The QA-lite score of a set: judge accuracy ×100.
+    fn qa(&self, set: &str) -> Option<Estimate> {
+        self.summary(set).map(|s| percent(s.accuracy))
+    }
+
+    /// IFEval-lite prompt-level strict accuracy ×100.
+    fn ifeval_strict(&self) -> Option<Estimate> {
+        self.ifeval.map(|i| {
+            let r = i.prompt_strict;
+            percent(Estimate {
+                value: r.value,
+                lo: r.low,
+                hi: r.high,
+                n: r.total,
+            })
+        })
+    }
+}
+
+fn percent(e: Estimate) -> Estimate {
+    Estimate {
+        value: 100.0 * e.value,
+        lo: 100.0 * e.lo,
+        hi: 100.0 * e.hi,
+        n: e.n,
+    }
+}
+
+fn cell(e: Option<Estimate>) -> String {
+    e.map_or("–".into(), |e| {
+        format!("{:.1} [{:.1}, {:.1}] (n = {})", e.value, e.lo, e.hi, e.n)
+    })
+}
+
+/// Writes the report and its plot; returns the markdown.
+pub fn write(a: &ReportArgs) -> Result<String> {
+    let rows: Vec<Row> = a
+        .stages
+        .iter()
+        .chain(a.oracle.iter())
+        .map(|s| Row::load(&a.dir, s))
+        .collect::<Result<_>>()?;
+    let (stages, oracle) = rows.split_at(a.stages.len());
+    let mut md = String::from("# HAT at toy scale: the paper's table, reproduced\n\n");
+    results_table(&mut md, &rows);
+    detail_table(&mut md, &rows);
+    paired_tests(&mut md, stages);
+    claims(&mut md, stages, oracle.first());
+    latency(&mut md, &a.dir)?;
+    times(&mut md, &a.dir)?;
+    if let Some(parent) = a.output.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&a.output, &md).with_context(|| format!("writing {}", a.output.display()))?;
+    let svg = a.output.with_file_name("scores.svg");
+    std::fs::write(&svg, plot(&rows))?;
+    Ok(md)
+}
+
+fn results_table(md: &mut String, rows: &[Row]) {
+    md.push_str("QA-lite columns: the verifiable judge's accuracy ×100; IFEval-lite: prompt-level strict ×100. Every cell: value [95% interval] (n).\n\n| stage |");
+    for (_, column) in SETS {
+        let _ = write!(md, " {column} |");
+    }
+    md.push_str(" IFEval-lite |\n|---|---|---|---|---|\n");
+    for r in rows {
+        let _ = write!(md, "| {} |", r.label);
+        for (set, _) in SETS {
+            let _ = write!(md, " {} |", cell(r.qa(set)));
+        }
+        let _ = writeln!(md, " {} |", cell(r.ifeval_strict()));
+    }
+}
+
+fn detail_table(md: &mut String, rows: &[Row]) {
+    md.push_str("\n## Detail by set\n\n| stage | set | right tool (n tool tasks) | skill selection | effectiveness | tool rationality | success |\n|---|---|---|---|---|---|---|\n");
+    for r in rows {
+        for (set, column) in SETS {
+            if let Some(s) = r.summary(set) {
+                let _ = writeln!(
+                    md,
+                    "| {} | {column} | {} ({}) | {} | {} | {} | {} |",
+                    r.label,
+                    s.right_tool.display(),
+                    s.right_tool.n,
+                    s.skill_selection.display(),
+                    s.effectiveness.display(),
+                    s.tool_rationality.display(),
+                    s.success.display()
+                );
+            }
+        }
+    }
+}
+
+fn paired_tests(md: &mut String, stages: &[Row]) {
+    md.push_str("\n## Adjacent stages, paired sign tests on the same tasks\n\n| later vs earlier | set | accuracy: later higher / earlier higher, p | right tool: later only / earlier only, p |\n|---|---|---|---|\n");
+    for pair in stages.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        for (set, column) in SETS {
+            let (Some((ea, _)), Some((eb, _))) = (a.sets.get(set), b.sets.get(set)) else {
+                continue;
+            };
+            let accuracy = paired_scores(ea, eb)
+                .into_iter()
+                .find(|(name, _)| *name == "accuracy")
+                .map(|(_, t)| t)
+                .unwrap_or((0, 0, 1.0));
+            let right = paired_right_tool(ea, eb);
+            let _ = writeln!(
+                md,
+                "| {} vs {} | {column} | {} / {}, p = {:.2e} | {} / {}, p = {:.2e} |",
+                b.label, a.label, accuracy.0, accuracy.1, accuracy.2, right.0, right.1, right.2
+            );
+        }
+    }
+}
+
+/// The paper's pattern, one sentence per claim, with the figures it rests on.
+fn claims(md: &mut String, stages: &[Row], oracle: Option<&Row>) {
+    let find = |name: &str| stages.iter().find(|r| r.name == name);
+    let verdict = |ok: bool| if ok { "reproduces" } else { "does NOT reproduce" };
+    md.push_str("\n## The paper's claims at toy scale\n\n");
+    match (find("fixed"), find("hsa")) {
+        (Some(fixed), Some(hsa)) => match (fixed.sets.get("heldout"), hsa.sets.get("heldout")) {
+            (Some((ef, sf)), Some((eh, sh))) => {
+                let delta = 100.0 * (sh.accuracy.value - sf.accuracy.value);
+                let (better, worse, p) = paired_scores(ef, eh)
+                    .into_iter()
+                    .find(|(n, _)| *n == "accuracy")
+                    .map_or((0, 0, 1.0), |(_, t)| t);
+                let _ = writeln!(md, "* HSA-SFT ahead of fixed-harness SFT on Harness-Variant QA-lite by ≥ 20 points (paired p < 0.01): {} — {delta:+.1} points, HSA higher on {better} tasks, fixed on {worse}, p = {p:.2e}.", verdict(delta >= 20.0 && p < 0.01));
+            }
+            _ => md.push_str("* HSA-SFT vs fixed SFT on held-out variants: not measured (no heldout episodes).\n"),
+        },
+        _ => md.push_str("* HSA-SFT vs fixed SFT: not measured (stage missing).\n"),
+    }
+    match (
+        find("base").and_then(Row::ifeval_strict),
+        find("hsa").and_then(Row::ifeval_strict),
+        find("opd").and_then(Row::ifeval_strict),
+    ) {
+        (Some(base), Some(sft), Some(opd)) => {
+            let lost = base.value - sft.value;
+            if lost <= 0.0 {
+                let _ = writeln!(md, "* OPD recovers ≥ 80% of SFT's IFEval-lite loss: not testable — SFT lost nothing here (base {:.1}, HSA-SFT {:.1}, OPD {:.1}).", base.value, sft.value, opd.value);
+            } else {
+                let recovered = (opd.value - sft.value) / lost;
+                let _ = writeln!(md, "* OPD recovers ≥ 80% of SFT's IFEval-lite loss: {} — SFT lost {lost:.1} points (base {:.1} → {:.1}), OPD recovered {:.0}% ({:.1}).", verdict(recovered >= 0.8), base.value, sft.value, 100.0 * recovered, opd.value);
+            }
+        }
+        _ => md.push_str("* OPD's recovery of IFEval-lite: not measured (a stage's IFEval-lite is missing).\n"),
+    }
+    match (
+        find("opd").and_then(|r| r.qa("heldout")),
+        find("rl").and_then(|r| r.qa("heldout")),
+    ) {
+        (Some(opd), Some(rl)) => {
+            let delta = rl.value - opd.value;
+            let _ = writeln!(md, "* RL adds ≥ 2 points on Harness-Variant QA-lite: {} — {delta:+.1} points ({:.1} → {:.1}).", verdict(delta >= 2.0), opd.value, rl.value);
+        }
+        _ => md.push_str("* RL's gain on held-out variants: not measured.\n"),
+    }
+    match (
+        oracle.and_then(|r| r.qa("primary")),
+        find("rl").and_then(|r| r.qa("primary")),
+    ) {
+        (Some(oracle), Some(rl)) => {
+            let gap = oracle.value - rl.value;
+            let _ = writeln!(md, "* The final model within 5 points of the teacher on Live-Stream QA-lite: {} — teacher {:.1}, final {:.1} ({gap:.1} points behind).", verdict(gap <= 5.0), oracle.value, rl.value);
+        }
+        _ => md.push_str("* Final model vs teacher: not measured.\n"),
+    }
+}
+
+fn latency(md: &mut String, dir: &Path) -> Result<()> {
+    let path = dir.join("replay").join("summary.json");
+    if !path.exists() {
+        return Ok(());
+    }
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)
+        .with_context(|| format!("{}: not JSON", path.display()))?;
+    let ms = |k: &str| s[k].as_f64().unwrap_or(f64::NAN);
+    let _ = writeln!(
+        md,
+        "\n## The complete agent, served (replay-bench, agent mode)\n\n{} requests, {} failed: end-to-end P50 {:.2} s, P95 {:.2} s (the paper, 35B-A3B on one H20: {PAPER_P50_S} s / {PAPER_P95_S} s); TTFT P50 {:.0} ms. Latency CDF: replay/cdf.svg.",
+        s["completed"], s["failed"], ms("p50_e2el_ms") / 1e3, ms("p95_e2el_ms") / 1e3, ms("p50_ttft_ms")
+    );
+    Ok(())
+}
+
+fn times(md: &mut String, dir: &Path) -> Result<()> {
+    let path = dir.join("times.tsv");
+    if !path.exists() {
+        return Ok(());
+    }
+    md.push_str("\n## Wall-clock by stage\n\n| stage | seconds |\n|---|---|\n");
+    let mut total = 0.0;
+    for line in std::fs::read_to_string(&path)?.lines() {
+        if let Some((stage, secs)) = line.split_once('\t') {
+            let secs: f64 = secs.trim().parse().with_context(|| {
+                format!("{}: {line:?}: expected STAGE<TAB>seconds", path.display())
+            })?;
+            total += secs;
+            let _ = writeln!(md, "| {stage} | {secs:.0} |");
+        }
+    }
+    let _ = writeln!(md, "| total | {total:.0} |");
+    Ok(())
+}
+
+fn plot(rows: &[Row]) -> String {
+    let series: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
+    let bar = |e: Option<Estimate>| {
+        e.map(|e| Bar {
+            value: e.value,
+            lo: e.lo,
+            hi: e.hi,
+        })
+    };
+    let mut groups: Vec<(String, Vec<Option<Bar>>)> = SETS
+        .iter()
+        .map(|(set, column)| {
+            (
+                column.to_string(),
+                rows.iter().map(|r| bar(r.qa(set))).collect(),
+            )
+        })
+        .collect();
+    groups.push((
+        "IFEval-lite".into(),
+        rows.iter().map(|r| bar(r.ifeval_strict())).collect(),
+    ));
+    grouped_bars_svg("Scores by stage (95% intervals)", &series, &groups, 100.0)
+}
