@@ -248,6 +248,8 @@ R_SFT_STEPS ?= 200
 R_OPD_STEPS ?= 40
 R_RL_STEPS ?= 20
 R_EVAL_TASKS ?= 200
+# Longest reply (tokens) in the rollout evals and IFEval-lite answers.
+R_MAX_TOKENS ?= 160
 R_REPLAY_PROMPTS ?= 110
 R_STAGES := base fixed hsa opd rl
 R_CKPT = $$(ls -d $(REPRO)/$(1)/checkpoint-* | tail -1)
@@ -310,7 +312,7 @@ $(REPRO)/rl.done: $(REPRO)/opd.done
 	$(call r-end,rl)
 
 # Stage X's checkpoint on the three QA-lite sets (scored episodes) and IFEval-lite.
-R_EVAL = $(TD) eval --tasks $(1) --n $(R_EVAL_TASKS) --faults $(FAULTS) --seed $(SEED) $(CATALOG)
+R_EVAL = $(TD) eval --tasks $(1) --n $(R_EVAL_TASKS) --max-tokens $(R_MAX_TOKENS) --faults $(FAULTS) --seed $(SEED) $(CATALOG)
 $(REPRO)/eval-%.done: $(REPRO)/%.done
 	$(r-start)
 	@mkdir -p $(REPRO)/eval $(REPRO)/ifeval
@@ -320,7 +322,8 @@ $(REPRO)/eval-%.done: $(REPRO)/%.done
 		--set heldout=$$(ls -d $(R_DATA)/heldout/variant-* | paste -sd,) --episodes $(REPRO)/eval/$*.heldout.jsonl > /dev/null
 	$(call R_EVAL,$(R_DATA)/tasks.phrasings.jsonl) --model $*=$(call R_CKPT,$*) --set phrasings=$(HARNESS) \
 		--episodes $(REPRO)/eval/$*.phrasings.jsonl > /dev/null
-	$(HAT) general eval --model $(call R_CKPT,$*) --input $(R_DATA)/general-eval.jsonl > $(REPRO)/ifeval/$*.json
+	$(HAT) general eval --model $(call R_CKPT,$*) --input $(R_DATA)/general-eval.jsonl --max-new-tokens $(R_MAX_TOKENS) \
+		> $(REPRO)/ifeval/$*.json
 	$(call r-end,eval-$*)
 
 # The teacher (oracle) on the same tasks, the same faults and seed: the reference row.
@@ -345,7 +348,7 @@ $(REPRO)/report.md: $(foreach s,$(R_STAGES),$(REPRO)/eval-$(s).done) $(REPRO)/or
 # The same chain with tiny budgets (≤ 10 minutes on 2 cores): to see every stage run, not to read results.
 demo:
 	$(MAKE) reproduce REPRO=$(OUT)/demo DISTILL_PRODUCTS=60 DISTILL_TASKS=160 DISTILL_FIRST_TASKS=320 DISTILL_VARIANTS=4 \
-		DISTILL_EVAL_TASKS=24 R_EVAL_TASKS=24 GENERAL_TRAIN=200 GENERAL_EVAL=24 DISTILL_BATCH_TOKENS=4096 DISTILL_ACCUM=1 \
+		DISTILL_EVAL_TASKS=12 R_EVAL_TASKS=12 R_MAX_TOKENS=32 GENERAL_TRAIN=200 GENERAL_EVAL=12 DISTILL_BATCH_TOKENS=4096 DISTILL_ACCUM=1 \
 		R_BASE_STEPS=4 R_SFT_STEPS=4 R_OPD_STEPS=2 R_RL_STEPS=1 RL_TASKS_PER_STEP=2 RL_GENERATIONS=2 R_REPLAY_PROMPTS=8
 
 # `cargo test` has already built the debug binaries and examples, so the examples run on those
