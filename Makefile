@@ -348,7 +348,7 @@ $(REPRO)/report.md: $(foreach s,$(R_STAGES),$(REPRO)/eval-$(s).done) $(REPRO)/or
 # The same chain with tiny budgets (≤ 10 minutes on 2 cores): to see every stage run, not to read results.
 demo:
 	$(MAKE) reproduce REPRO=$(OUT)/demo DISTILL_PRODUCTS=60 DISTILL_TASKS=160 DISTILL_FIRST_TASKS=320 DISTILL_VARIANTS=4 \
-		DISTILL_EVAL_TASKS=12 R_EVAL_TASKS=12 R_MAX_TOKENS=32 GENERAL_TRAIN=200 GENERAL_EVAL=12 DISTILL_BATCH_TOKENS=4096 DISTILL_ACCUM=1 \
+		DISTILL_EVAL_TASKS=6 R_EVAL_TASKS=6 R_MAX_TOKENS=32 GENERAL_TRAIN=200 GENERAL_EVAL=6 DISTILL_BATCH_TOKENS=4096 DISTILL_ACCUM=1 \
 		R_BASE_STEPS=4 R_SFT_STEPS=4 R_OPD_STEPS=2 R_RL_STEPS=1 RL_TASKS_PER_STEP=2 RL_GENERATIONS=2 R_REPLAY_PROMPTS=8
 
 # `cargo test` has already built the debug binaries and examples, so the examples run on those
