@@ -3,7 +3,6 @@
 //! the service against the same episodes played in process, determinism, every kind of bad request,
 //! and the reward protocols.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
@@ -453,5 +452,4 @@ async fn the_reward_service_judges_as_the_environment_did() {
     .await;
     assert_eq!(s, 400, "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("item 0"));
-    let _ = PathBuf::new();
 }
