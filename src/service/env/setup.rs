@@ -57,6 +57,9 @@ pub struct Setting {
     pub variant: Option<RecordVariant>,
 }
 
+/// What a cached variant depends on: its seed, its pool and the skills it must keep.
+type VariantKey = (u64, Pool, Vec<String>);
+
 /// The harnesses and tasks of one service.
 pub struct World {
     pub catalog: &'static Catalog,
@@ -64,7 +67,7 @@ pub struct World {
     original_dir: PathBuf,
     base: Harness,
     extra: HashMap<String, Arc<Setting>>,
-    variants: Mutex<HashMap<(u64, Pool, Vec<String>), Arc<Setting>>>,
+    variants: Mutex<HashMap<VariantKey, Arc<Setting>>>,
     variants_dir: PathBuf,
     tasks: Vec<Trajectory>,
     task_index: HashMap<String, usize>,
