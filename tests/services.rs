@@ -453,3 +453,27 @@ async fn the_reward_service_judges_as_the_environment_did() {
     assert_eq!(s, 400, "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("item 0"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_judges_an_unfinished_episode_where_it_stands() {
+    let (_env, base) = start_env(&[]).await;
+    let task = &tasks(1, 3)[0];
+    let (_, reset) = post(
+        &base,
+        "/reset",
+        &json!({"task": task, "return_trajectory": true}),
+    )
+    .await;
+    let id = reset["session_id"].as_str().unwrap();
+    let (s, r) = post(&base, "/close", &json!({"session_id": id})).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["done"], json!(true));
+    assert_eq!(r["stop_reason"], json!("unfinished"));
+    // No reply was given: the judge says so rather than crediting the episode.
+    assert_eq!(r["success"], json!(false));
+    assert!(r["reward"].as_f64().unwrap() < 1.0, "{r}");
+    let (s, _) = post(&base, "/step", &json!({"session_id": id, "text": "hi"})).await;
+    assert_eq!(s, 409);
+    let (s, _) = post(&base, "/close", &json!({"session_id": id})).await;
+    assert_eq!(s, 409);
+}
