@@ -31,7 +31,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: reproduce demo run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare rl opd serve replay replay-set loadtest openai-client-test fuzz
+.PHONY: reproduce demo run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare rl opd serve replay replay-set loadtest openai-client-test adapters-test services-loadtest fuzz
 
 # BIN=target/debug runs the pipeline on debug binaries, built without --release (quick checks at small sizes).
 build:
@@ -403,6 +403,17 @@ replay-set:
 loadtest: $(OUT)/tokenizer/tokenizer.json
 	$(CARGO) build --release --bin serve --bin replay-bench
 	benches/serve_loadtest.sh $(OUT)/tokenizer $(OUT)/loadtest
+
+# The verl and OpenRLHF adapters (examples/verl, examples/openrlhf) driven as their engines drive them,
+# against live `hat sim serve` and `judge serve` (issue 27; docs/services.md). Python standard library only.
+adapters-test:
+	$(CARGO) build --bin hat --bin judge
+	HAT_BIN_DIR=$(CURDIR)/target/debug python3 tests/adapters/test_adapters.py
+
+# Loopback load test of both services: 200 concurrent episodes, 10,000 reward requests (docs/services.md).
+# Dev profile (dependencies at opt-level 3): a release build of the crate takes most of an hour on 2 cores.
+services-loadtest:
+	$(CARGO) bench --profile dev --bench services
 
 # The official openai Python client against a live server (CI runs this after `make test`).
 openai-client-test:

@@ -23,6 +23,7 @@ pub mod replay;
 pub mod rl;
 pub mod rng;
 pub mod serve;
+pub mod service;
 pub mod sim;
 pub mod tokenizer;
 pub mod tokenizer_cli;

@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["sim", "policy"],
     &["agent", "hsa", "judge", "general"],
     &["train", "eval", "distill", "rl", "opd", "evolve"],
-    &["serve", "replay"],
+    &["serve", "replay", "service"],
     &["fuzz"],
 ];
 

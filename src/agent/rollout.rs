@@ -27,15 +27,20 @@ pub fn run_batch(
             .par_iter()
             .map(|t| {
                 let mut out = agent.run(policy, t, env)?;
-                let verdict = success::check(&out);
-                out.meta.insert("success".into(), json!(verdict.success));
-                if !verdict.failures.is_empty() {
-                    out.meta.insert("failures".into(), json!(verdict.failures));
-                }
+                mark_success(&mut out);
                 Ok(out)
             })
             .collect()
     })
+}
+
+/// Check `traj` against its ground truth: `meta.success`, and `meta.failures` when it failed.
+pub fn mark_success(traj: &mut Trajectory) {
+    let verdict = success::check(traj);
+    traj.meta.insert("success".into(), json!(verdict.success));
+    if !verdict.failures.is_empty() {
+        traj.meta.insert("failures".into(), json!(verdict.failures));
+    }
 }
 
 /// Counts over a rollout, for the summary line on stderr.

@@ -59,6 +59,54 @@ pub struct SimEnv<'a> {
     pub seed: u64,
 }
 
+/// One episode in progress: what [`Agent::start`] begins, [`Agent::step`] advances one policy move
+/// at a time and [`Agent::finish`] turns into a trajectory. It holds the world's state (the sandbox
+/// with its fault draws) and the conversation, never the policy, so the moves may come from anywhere:
+/// a policy in process, or a trainer on another machine through the environment service.
+pub struct Episode<'a> {
+    /// The task record, without its messages (they are in `messages`).
+    record: Trajectory,
+    sandbox: Sandbox<'a>,
+    turn: Turn,
+    turn_start: usize,
+    messages: Vec<Message>,
+    stop_reason: &'static str,
+    blocked_reply: Option<String>,
+    policy_error: Option<String>,
+    done: bool,
+}
+
+impl Episode<'_> {
+    /// Whether the episode is over (no further policy move is taken).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The conversation so far: system prompt, viewer messages, and this turn's moves and results.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    pub fn id(&self) -> &str {
+        &self.record.id
+    }
+
+    /// Why the episode ended (`reply`, `max_rounds`, `slo`, `blocked`, …); meaningful once done.
+    pub fn stop_reason(&self) -> &'static str {
+        self.stop_reason
+    }
+
+    /// What a policy sees for its next move under `agent` (the agent that started the episode).
+    pub fn conversation<'s>(&'s self, agent: &'s Agent) -> Conversation<'s> {
+        Conversation {
+            messages: &self.messages,
+            tools: &agent.tools,
+            turn_start: self.turn_start,
+            task: self.record.task.as_ref(),
+        }
+    }
+}
+
 /// Per-episode bookkeeping that ends up in `meta`.
 #[derive(Default)]
 struct Turn {
@@ -153,13 +201,28 @@ impl Agent {
         &self.tools
     }
 
-    /// Run one episode of `record` (a task record) and return it as a trajectory.
+    /// Run one episode of `record` (a task record) with `policy` and return it as a trajectory: the
+    /// stepping API below, driven by a policy in process (the environment service drives the same
+    /// steps from HTTP requests).
     pub fn run(
         &self,
         policy: &dyn Policy,
         record: &Trajectory,
         env: &SimEnv<'_>,
     ) -> Result<Trajectory> {
+        let mut ep = self.start(record, env)?;
+        while !ep.is_done() {
+            let started = Instant::now();
+            let reply = policy.respond(&ep.conversation(self));
+            self.step(&mut ep, reply, started.elapsed().as_millis() as u64);
+        }
+        Ok(self.finish(ep, policy.name()))
+    }
+
+    /// Begin an episode of `record` (a task record): render the system prompt from its live room, add
+    /// the viewer's messages and run the prompt hooks. The episode may already be over (a blocked
+    /// prompt); otherwise it waits for the policy's first message.
+    pub fn start<'a>(&self, record: &Trajectory, env: &SimEnv<'a>) -> Result<Episode<'a>> {
         let task = record
             .task
             .as_ref()
@@ -174,100 +237,140 @@ impl Agent {
         let mut messages = vec![Message::text(Role::System, system)];
         messages.extend(record.messages.iter().cloned());
         let seed = Rng::derive(env.seed, &record.id).next_u64();
-        let mut sandbox = Sandbox::new(env.catalog, room, env.faults, seed);
-        let mut turn = Turn::default();
-        let limits = *self.harness.limits();
-
-        let mut stop_reason = "reply";
-        let mut blocked_reply = None;
-        if let Some(reason) = self.prompt_hooks(&mut messages, &record.id, &mut turn) {
-            stop_reason = "prompt_blocked";
-            blocked_reply = Some(reason);
+        let mut ep = Episode {
+            record: Trajectory {
+                messages: Vec::new(),
+                ..record.clone()
+            },
+            sandbox: Sandbox::new(env.catalog, room, env.faults, seed),
+            turn: Turn::default(),
+            turn_start: 0,
+            messages,
+            stop_reason: "reply",
+            blocked_reply: None,
+            policy_error: None,
+            done: false,
+        };
+        if let Some(reason) = self.prompt_hooks(&mut ep.messages, &record.id, &mut ep.turn) {
+            ep.stop_reason = "prompt_blocked";
+            ep.blocked_reply = Some(reason);
+            ep.done = true;
         }
-        let turn_start = messages.len();
-        let mut policy_error = None;
-        while blocked_reply.is_none() {
-            if turn.rounds >= limits.max_rounds {
-                stop_reason = "max_rounds";
-                break;
+        ep.turn_start = ep.messages.len();
+        self.check_limits(&mut ep);
+        Ok(ep)
+    }
+
+    /// One policy move: `reply` is the policy's next message (or why it has none), `policy_ms` the
+    /// time it took, which counts against the harness's latency budget. Tool calls run through hooks
+    /// and the sandbox, a final reply through the Stop hooks; afterwards the episode is over or waits
+    /// for the next message. A step on a finished episode changes nothing.
+    pub fn step(&self, ep: &mut Episode<'_>, reply: Result<Message>, policy_ms: u64) {
+        if ep.done {
+            return;
+        }
+        let id = ep.record.id.clone();
+        let turn = &mut ep.turn;
+        let messages = &mut ep.messages;
+        turn.latency_ms += policy_ms;
+        let mut msg = match reply {
+            Ok(m) => m,
+            Err(e) => {
+                ep.policy_error = Some(format!("{e:#}"));
+                ep.stop_reason = "policy_error";
+                ep.done = true;
+                return;
             }
-            if turn.latency_ms >= limits.slo_e2e_ms {
-                stop_reason = "slo";
-                break;
-            }
-            let started = Instant::now();
-            let conv = Conversation {
-                messages: &messages,
-                tools: &self.tools,
-                turn_start,
-                task: Some(task),
-            };
-            let reply = policy.respond(&conv);
-            turn.latency_ms += started.elapsed().as_millis() as u64;
-            let mut msg = match reply {
-                Ok(m) => m,
-                Err(e) => {
-                    policy_error = Some(format!("{e:#}"));
-                    stop_reason = "policy_error";
-                    break;
-                }
-            };
-            turn.rounds += 1;
-            msg.role = Role::Assistant;
-            // A policy that writes tool calls as text (a local model, an endpoint without a tool
-            // parser) gets them parsed in the harness's format; a malformed one is fed back.
-            if msg.tool_calls.is_empty() && msg.text_content().contains(TOOL_CALL_OPEN) {
-                if let Err(problem) = self.parse_text_calls(&mut msg, turn.rounds) {
-                    turn.malformed_calls += 1;
-                    messages.push(msg);
-                    messages.push(Message::text(
-                        Role::User,
-                        format!("{RUNTIME_NOTE} {problem}"),
-                    ));
-                    continue;
-                }
-            }
-            if !msg.tool_calls.is_empty() {
-                for (i, c) in msg.tool_calls.iter_mut().enumerate() {
-                    if c.id.is_empty() {
-                        c.id = format!("call_{}_{i}", turn.rounds);
-                    }
-                }
-                let calls = msg.tool_calls.clone();
+        };
+        turn.rounds += 1;
+        msg.role = Role::Assistant;
+        // A policy that writes tool calls as text (a local model, an endpoint without a tool
+        // parser) gets them parsed in the harness's format; a malformed one is fed back.
+        if msg.tool_calls.is_empty() && msg.text_content().contains(TOOL_CALL_OPEN) {
+            if let Err(problem) = self.parse_text_calls(&mut msg, turn.rounds) {
+                turn.malformed_calls += 1;
                 messages.push(msg);
-                let mut feedback = Vec::new();
-                for call in &calls {
-                    let content =
-                        self.tool_call(call, &record.id, &mut sandbox, &mut turn, &mut feedback);
-                    let mut m = Message::text(Role::Tool, content);
-                    m.tool_call_id = Some(call.id.clone());
-                    m.name = Some(call.function.name.clone());
-                    messages.push(m);
-                }
-                messages.extend(feedback);
-                continue;
+                messages.push(Message::text(
+                    Role::User,
+                    format!("{RUNTIME_NOTE} {problem}"),
+                ));
+                self.check_limits(ep);
+                return;
             }
-            let text = msg.text_content();
+        }
+        if !msg.tool_calls.is_empty() {
+            for (i, c) in msg.tool_calls.iter_mut().enumerate() {
+                if c.id.is_empty() {
+                    c.id = format!("call_{}_{i}", turn.rounds);
+                }
+            }
+            let calls = msg.tool_calls.clone();
             messages.push(msg);
-            match self.stop_hooks(&mut messages, text, &record.id, &mut turn) {
-                StopOutcome::Accept => break,
-                StopOutcome::Retry => continue,
-                StopOutcome::Blocked(reason) => {
-                    stop_reason = "blocked";
-                    // A refused reply is not spoken: keep what was generated in meta, send nothing.
-                    if let Some(last) = messages.last_mut() {
-                        blocked_reply = Some(format!("{} [{reason}]", last.text_content()));
-                        last.content = Some(Content::Text(String::new()));
-                    }
-                    break;
+            let mut feedback = Vec::new();
+            for call in &calls {
+                let content = self.tool_call(call, &id, &mut ep.sandbox, turn, &mut feedback);
+                let mut m = Message::text(Role::Tool, content);
+                m.tool_call_id = Some(call.id.clone());
+                m.name = Some(call.function.name.clone());
+                messages.push(m);
+            }
+            messages.extend(feedback);
+            self.check_limits(ep);
+            return;
+        }
+        let text = msg.text_content();
+        messages.push(msg);
+        match self.stop_hooks(messages, text, &id, turn) {
+            StopOutcome::Accept => ep.done = true,
+            StopOutcome::Retry => self.check_limits(ep),
+            StopOutcome::Blocked(reason) => {
+                ep.stop_reason = "blocked";
+                ep.done = true;
+                // A refused reply is not spoken: keep what was generated in meta, send nothing.
+                if let Some(last) = messages.last_mut() {
+                    ep.blocked_reply = Some(format!("{} [{reason}]", last.text_content()));
+                    last.content = Some(Content::Text(String::new()));
                 }
             }
         }
+    }
 
+    /// Ends the episode when the next policy move would exceed the harness's round or latency limit.
+    fn check_limits(&self, ep: &mut Episode<'_>) {
+        if ep.done {
+            return;
+        }
+        let limits = self.harness.limits();
+        if ep.turn.rounds >= limits.max_rounds {
+            ep.stop_reason = "max_rounds";
+            ep.done = true;
+        } else if ep.turn.latency_ms >= limits.slo_e2e_ms {
+            ep.stop_reason = "slo";
+            ep.done = true;
+        }
+    }
+
+    /// The episode as a trajectory record, with the runtime's counts in `meta` (`policy` names who
+    /// played). An episode not yet over is recorded as it stands, with stop reason `unfinished`.
+    pub fn finish(&self, ep: Episode<'_>, policy: &str) -> Trajectory {
+        let Episode {
+            record,
+            sandbox,
+            turn,
+            turn_start,
+            messages,
+            stop_reason,
+            blocked_reply,
+            policy_error,
+            done,
+        } = ep;
         let mut meta = record.meta.clone();
-        meta.insert("policy".into(), json!(policy.name()));
+        meta.insert("policy".into(), json!(policy));
         meta.insert("turn_start".into(), json!(turn_start));
-        meta.insert("stop_reason".into(), json!(stop_reason));
+        meta.insert(
+            "stop_reason".into(),
+            json!(if done { stop_reason } else { "unfinished" }),
+        );
         meta.insert("rounds".into(), json!(turn.rounds));
         meta.insert("tool_calls".into(), json!(turn.tool_calls));
         meta.insert("malformed_calls".into(), json!(turn.malformed_calls));
@@ -292,16 +395,16 @@ impl Agent {
         if let Some(b) = blocked_reply {
             meta.insert("blocked_reply".into(), json!(b));
         }
-        Ok(Trajectory {
-            id: record.id.clone(),
-            task: record.task.clone(),
+        Trajectory {
+            id: record.id,
+            task: record.task,
             harness: Some(self.harness_ref.clone()),
             tools: self.tools.clone(),
             messages,
-            scores: record.scores.clone(),
+            scores: record.scores,
             meta,
-            extra: record.extra.clone(),
-        })
+            extra: record.extra,
+        }
     }
 
     /// Replace text-form tool calls in `msg` by structured ones; the error is feedback for the model.

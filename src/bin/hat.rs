@@ -29,9 +29,10 @@ enum Group {
     /// Render chat templates exactly as transformers does; parse generated tool calls.
     #[command(subcommand)]
     Chat(hat::chat::cli::ChatCommand),
-    /// Live-room simulator: catalog, viewer tasks, and policy rollouts with faults and hooks.
+    /// Live-room simulator: catalog, viewer tasks, policy rollouts with faults and hooks, and the
+    /// environment service for RL engines.
     #[command(subcommand)]
-    Sim(hat::agent::cli::SimCommand),
+    Sim(SimGroup),
     /// Train the embedded default's byte-level BPE tokenizer; encode text.
     #[command(subcommand)]
     Tokenizer(hat::tokenizer_cli::TokenizerCommand),
@@ -51,14 +52,30 @@ enum Group {
     Report(hat::eval::report::ReportArgs),
 }
 
+/// `hat sim`: the simulator's commands (library `agent::cli`) plus `serve`, which lives a layer up in
+/// `service` and so joins the group here.
+#[derive(Debug, Subcommand)]
+enum SimGroup {
+    #[command(flatten)]
+    Core(hat::agent::cli::SimCommand),
+    /// Serve live-room episodes over HTTP (reset/step sessions, rewards at the end) for verl,
+    /// OpenRLHF and other RL engines.
+    Serve(hat::service::env::cli::EnvServeArgs),
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A service logs from its worker threads: it must not run while this thread holds stderr's lock.
+    if let Group::Sim(SimGroup::Serve(args)) = &cli.group {
+        return exit_code(args.run());
+    }
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
     let result = match &cli.group {
         Group::Harness(cmd) => hat::harness::cli::run(cmd, &mut out, &mut err),
         Group::Records(cmd) => hat::records_cli::run(cmd, &mut err),
         Group::Chat(cmd) => hat::chat::cli::run(cmd, &mut std::io::stdin().lock(), &mut out),
-        Group::Sim(cmd) => hat::agent::cli::run(cmd, &mut err),
+        Group::Sim(SimGroup::Core(cmd)) => hat::agent::cli::run(cmd, &mut err),
+        Group::Sim(SimGroup::Serve(_)) => unreachable!("served above"),
         Group::Tokenizer(cmd) => hat::tokenizer_cli::run(cmd, &mut out, &mut err),
         Group::Model(cmd) => hat::model::cli::run(cmd, &mut out, &mut err),
         Group::Evolve(cmd) => hat::evolve::cli::run(cmd, &mut out, &mut err),
@@ -68,10 +85,14 @@ fn main() -> ExitCode {
             0
         }),
     };
+    drop((out, err));
+    exit_code(result)
+}
+
+fn exit_code(result: anyhow::Result<i32>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
-            drop(out);
             eprintln!("hat: error: {e:#}");
             ExitCode::from(2)
         }

@@ -30,6 +30,7 @@ enum Command {
     Calibrate(hat::judge::commands::CalibrateArgs),
     Report(hat::judge::commands::ReportArgs),
     Compare(hat::judge::commands::CompareArgs),
+    Serve(hat::service::reward::RewardServeArgs),
 }
 
 /// Score responses on IFEval, as Google's official evaluation does.
@@ -119,6 +120,7 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => args.run(),
         Command::Report(args) => args.run(),
         Command::Compare(args) => args.run(),
+        Command::Serve(args) => args.run(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,253 @@
+//! What a `reset` chooses, resolved into things an episode runs on: the task (given, by id from the
+//! task file, or drawn by seed), the harness (the original, an HSA variant by seed and pool, or one of
+//! the extra harness directories named at start-up) and the fault profile. Everything is derived from
+//! the request's values alone, so the same reset gives the same episode on any replica.
+//!
+//! Harnesses and fault plans are built once and kept: variants are written to disk (command hooks run
+//! from the harness directory) and cached by what they depend on; fault plans live for the whole
+//! process because a running episode's sandbox borrows its plan. Both caches are bounded, and a reset
+//! that would grow them past the bound is refused rather than growing memory without end.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+use crate::agent::Agent;
+use crate::harness::Harness;
+use crate::hsa::config::{Config as HsaConfig, Pool, Selection};
+use crate::hsa::solvable::needed_skills;
+use crate::hsa::variant::{load_harness, Spec, Variant};
+use crate::policy::oracle::Oracle;
+use crate::record::{Trajectory, Variant as RecordVariant};
+use crate::rng::Rng;
+use crate::sim::catalog::{Catalog, Split};
+use crate::sim::faults::FaultPlan;
+use crate::sim::served::Served;
+use crate::sim::tasks::{self, TaskConfig};
+
+/// HSA variants kept ready at most (each is a harness on disk and a compiled agent).
+const MAX_VARIANTS: usize = 4096;
+/// Distinct fault profiles at most (each lives as long as the process).
+const MAX_FAULT_PLANS: usize = 256;
+
+/// Which harness a reset plays under.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HarnessChoice {
+    /// An HSA variant of the original, drawn from this seed (as `hsa-augment --seed`).
+    #[serde(default)]
+    pub variant_seed: Option<u64>,
+    /// Which half of the rewrite banks the variant draws from.
+    #[serde(default)]
+    pub pool: Option<Pool>,
+    /// One of the `--extra-harness` directories, as given at start-up (or the original's).
+    #[serde(default)]
+    pub dir: Option<String>,
+}
+
+/// A harness ready to play: the agent, the scripted teacher for `/oracle`, and what the record says.
+pub struct Setting {
+    pub agent: Agent,
+    pub oracle: Oracle,
+    /// `original`, `variant-SEED-POOL` or the directory: `meta.harness_setting` of the record.
+    pub label: String,
+    pub variant: Option<RecordVariant>,
+}
+
+/// What a cached variant depends on: its seed, its pool and the skills it must keep.
+type VariantKey = (u64, Pool, Vec<String>);
+
+/// The harnesses and tasks of one service.
+pub struct World {
+    pub catalog: &'static Catalog,
+    original: Arc<Setting>,
+    original_dir: PathBuf,
+    base: Harness,
+    extra: HashMap<String, Arc<Setting>>,
+    variants: Mutex<HashMap<VariantKey, Arc<Setting>>>,
+    variants_dir: PathBuf,
+    tasks: Vec<Trajectory>,
+    task_index: HashMap<String, usize>,
+    split: Split,
+    faults: Mutex<HashMap<String, &'static FaultPlan>>,
+}
+
+fn setting(harness: &Harness, names: crate::record::Names, label: String) -> Result<Setting> {
+    Ok(Setting {
+        agent: Agent::new(harness, names.clone())?,
+        oracle: Oracle::new(harness, names),
+        label,
+        variant: None,
+    })
+}
+
+impl World {
+    /// `catalog` is leaked on purpose: every episode's sandbox borrows it for the process's life.
+    pub fn new(
+        catalog: Catalog,
+        original: &Path,
+        extra: &[PathBuf],
+        variants_dir: PathBuf,
+        tasks: Vec<Trajectory>,
+        split: Split,
+    ) -> Result<World> {
+        let (base, names) = load_harness(original)?;
+        let original_setting = Arc::new(setting(&base, names, "original".into())?);
+        let mut extras = HashMap::new();
+        for dir in extra {
+            let (h, names) = load_harness(dir)?;
+            let key = dir.display().to_string();
+            extras.insert(key.clone(), Arc::new(setting(&h, names, key)?));
+        }
+        let task_index = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i))
+            .collect();
+        Ok(World {
+            catalog: Box::leak(Box::new(catalog)),
+            original: original_setting,
+            original_dir: original.to_path_buf(),
+            base,
+            extra: extras,
+            variants: Mutex::new(HashMap::new()),
+            variants_dir,
+            tasks,
+            task_index,
+            split,
+            faults: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn original(&self) -> &Arc<Setting> {
+        &self.original
+    }
+
+    /// The task of a reset: `task` itself, else the one with id `task_id` in the task file, else the
+    /// one `task_seed` draws (from the task file when there is one, else generated by the viewer
+    /// simulator for the original harness).
+    pub fn task(
+        &self,
+        task: Option<Trajectory>,
+        task_id: Option<&str>,
+        task_seed: Option<u64>,
+    ) -> Result<Trajectory> {
+        if let Some(t) = task {
+            return Ok(t);
+        }
+        if let Some(id) = task_id {
+            let i = self.task_index.get(id).with_context(|| {
+                if self.tasks.is_empty() {
+                    format!(
+                        "task_id {id:?}: the service has no task file (start it with --tasks FILE)"
+                    )
+                } else {
+                    format!("task_id {id:?} is not in the service's task file")
+                }
+            })?;
+            return Ok(self.tasks[*i].clone());
+        }
+        let Some(seed) = task_seed else {
+            bail!("give `task` (a task record), `task_id` or `task_seed`");
+        };
+        if !self.tasks.is_empty() {
+            let i = Rng::derive(seed, "env-service/task").below(self.tasks.len());
+            return Ok(self.tasks[i].clone());
+        }
+        let mut cfg = TaskConfig::new(self.split, seed);
+        Served::of(&self.base).apply(&mut cfg);
+        let mut out = tasks::generate(self.catalog, &cfg, 1)?;
+        out.pop().context("the viewer simulator drew no task")
+    }
+
+    /// The harness a reset asked for; a variant keeps every skill `task` needs (as `teacher-distill
+    /// collect` does), so the task stays solvable under it.
+    pub fn setting(&self, choice: &HarnessChoice, task: &Trajectory) -> Result<Arc<Setting>> {
+        match (choice.variant_seed, &choice.dir) {
+            (Some(_), Some(_)) => bail!("harness: give `variant_seed` or `dir`, not both"),
+            (None, Some(dir)) => {
+                if Path::new(dir) == self.original_dir {
+                    return Ok(self.original.clone());
+                }
+                self.extra.get(dir).cloned().with_context(|| {
+                    let mut known: Vec<&str> = self.extra.keys().map(String::as_str).collect();
+                    known.sort();
+                    format!(
+                        "harness.dir {dir:?} was not named at start-up (--extra-harness); known: {}",
+                        if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                    )
+                })
+            }
+            (None, None) => {
+                if choice.pool.is_some() {
+                    bail!("harness.pool needs harness.variant_seed");
+                }
+                Ok(self.original.clone())
+            }
+            (Some(seed), None) => {
+                let pool = choice.pool.unwrap_or(Pool::Train);
+                let keep = needed_skills([task], &self.base.names());
+                let key = (seed, pool, keep.iter().cloned().collect::<Vec<_>>());
+                if let Some(s) = self.variants.lock().unwrap().get(&key) {
+                    return Ok(s.clone());
+                }
+                let spec = Spec {
+                    config: HsaConfig::default(),
+                    selection: Selection::default(),
+                    pool,
+                    keep_skills: keep,
+                    paraphraser: Default::default(),
+                };
+                let v = Variant::draw(&self.base, &spec, seed)
+                    .with_context(|| format!("drawing HSA variant seed {seed}"))?;
+                let label = format!("variant-{seed}-{}", pool.as_str());
+                // The harness's hash names the directory: variants that differ only in the skills
+                // they keep get their own.
+                let dir = self.variants_dir.join(format!(
+                    "{label}-{}",
+                    &v.harness.hash()[..12.min(v.harness.hash().len())]
+                ));
+                if !dir.join("harness.toml").exists() {
+                    let tmp = self.variants_dir.join(format!(
+                        ".tmp-{label}-{}",
+                        crate::serve::server::unique_id()
+                    ));
+                    v.write_to(&tmp)?;
+                    // Another request may have written the same variant meanwhile: either copy is it.
+                    if std::fs::rename(&tmp, &dir).is_err() {
+                        let _ = std::fs::remove_dir_all(&tmp);
+                    }
+                }
+                let harness = Harness::load(&dir)?;
+                let mut s = setting(&harness, v.canonical_names(), label)?;
+                s.variant = Some(v.record_variant());
+                let s = Arc::new(s);
+                let mut cache = self.variants.lock().unwrap();
+                if cache.len() >= MAX_VARIANTS {
+                    bail!("the service holds {MAX_VARIANTS} HSA variants already; restart it or reuse variant seeds");
+                }
+                Ok(cache.entry(key).or_insert(s).clone())
+            }
+        }
+    }
+
+    /// The fault plan of a profile string (`hat sim rollout --faults` syntax), parsed once.
+    pub fn faults(&self, profile: &str) -> Result<&'static FaultPlan> {
+        let mut plans = self.faults.lock().unwrap();
+        if let Some(p) = plans.get(profile) {
+            return Ok(p);
+        }
+        let plan: FaultPlan = profile
+            .parse()
+            .with_context(|| format!("faults {profile:?}"))?;
+        if plans.len() >= MAX_FAULT_PLANS {
+            bail!("the service knows {MAX_FAULT_PLANS} fault profiles already; reuse one of them");
+        }
+        let plan: &'static FaultPlan = Box::leak(Box::new(plan));
+        plans.insert(profile.to_string(), plan);
+        Ok(plan)
+    }
+}

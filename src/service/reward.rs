@@ -1,0 +1,327 @@
+//! The reward service, `judge serve`: the verifiable judge over HTTP for RL engines.
+//!
+//! * `POST /reward` — OpenRLHF's remote reward protocol (`--reward.remote_url`, and what its
+//!   `SingleTurnAgentExecutor` posts): `{"query": [str], "prompts": [str], "labels": [label]}` →
+//!   `{"rewards": [f], "scores": [f], "extra_logs": {dimension: [f], "success": [0|1]}}`, one entry
+//!   per query. A label is a HAT record, as a JSON object or a JSON string (OpenRLHF passes labels
+//!   through as strings): a task record (`hat sim tasks`, or the `label` column the adapters' data
+//!   carries), whose episode is then the label's messages plus the model's response — the query with
+//!   its prompt prefix removed, parsed in `--tool-call-format` — or a whole trajectory record (with the
+//!   assistant's messages, as the environment service writes it), judged as it is.
+//! * `POST /score` — the plain JSON form (verl reward functions, GDPO): `{"items": [{"record": R} |
+//!   {"label": L, "response": str}]}` → `{"results": [{"id", "reward", "score", "rewards":
+//!   {dimension: value|null}, "success", "reasons", "failures"}]}`.
+//!
+//! Rewards per dimension, `score` and `reward` as [`super::rewards`] defines them. In
+//! `extra_logs` an unobservable dimension is 0 (the engine turns logs into tensors); `/score` says
+//! `null`. The LLM judge is not served yet.
+
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use clap::Args;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::env::text::completion_message;
+use super::http::{self, serve_until_signal, HttpOptions};
+use super::rewards::{Rewards, DIMENSIONS};
+use crate::chat::ToolCallFormat;
+use crate::judge::verifiable::TokenCounter;
+use crate::record::{Message, Role, Trajectory};
+use crate::serve::error::ApiError;
+
+/// Serve the verifiable judge over HTTP: OpenRLHF's remote reward protocol on `POST /reward`
+/// (`--reward.remote_url http://HOST:PORT/reward`) and a JSON form with the rewards per dimension on
+/// `POST /score` (verl reward functions, GDPO). Labels are HAT task or trajectory records.
+/// Protocol: docs/services.md.
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:\n  \
+judge serve --port 8200\n  \
+curl -s localhost:8200/score -d '{\"items\": [{\"record\": '\"$(head -1 episodes.jsonl)\"'}]}'")]
+pub struct RewardServeArgs {
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    #[arg(long, default_value_t = 8200)]
+    pub port: u16,
+    /// Require `Authorization: Bearer KEY` (all routes but /health).
+    #[arg(long, env = "HAT_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Largest request body in bytes; larger ones get 413.
+    #[arg(long, default_value_t = 16 << 20)]
+    pub max_body_bytes: usize,
+    /// Most records one request may carry.
+    #[arg(long, default_value_t = 4096)]
+    pub max_items: usize,
+    /// Count reasoning tokens with this tokenizer.json (default: the CJK-char/whitespace
+    /// approximation, as `judge score`).
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<String>,
+    /// How responses write tool calls: hermes (Qwen3) or qwen3_xml (Qwen3.5).
+    #[arg(long, default_value = "hermes")]
+    pub tool_call_format: ToolCallFormat,
+}
+
+pub struct RewardState {
+    counter: TokenCounter,
+    max_items: usize,
+    format: ToolCallFormat,
+}
+
+pub type RewardApp = Arc<RewardState>;
+
+impl RewardServeArgs {
+    pub fn state(&self) -> Result<RewardApp> {
+        Ok(Arc::new(RewardState {
+            counter: match &self.tokenizer {
+                Some(p) => TokenCounter::from_file(p)?,
+                None => TokenCounter::Approximate,
+            },
+            max_items: self.max_items.max(1),
+            format: self.tool_call_format,
+        }))
+    }
+
+    pub fn http(&self) -> HttpOptions {
+        HttpOptions {
+            api_key: self.api_key.clone().filter(|k| !k.is_empty()),
+            max_body_bytes: self.max_body_bytes,
+        }
+    }
+
+    pub fn run(&self) -> Result<()> {
+        let app = self.state()?;
+        let http = self.http();
+        let banner = format!(
+            "judge serve: verifiable judge (api key {})",
+            if http.api_key.is_some() {
+                "required"
+            } else {
+                "off"
+            }
+        );
+        serve_until_signal(|| router(app, &http), &self.host, self.port, &banner)
+    }
+}
+
+pub fn router(app: RewardApp, opts: &HttpOptions) -> Router {
+    let routes = Router::new()
+        .route("/reward", post(openrlhf))
+        .route("/score", post(score))
+        .with_state(app);
+    let health = Router::new().route(
+        "/health",
+        get(|| async {
+            Json(json!({"status": "ok", "service": "hat-judge", "dimensions": DIMENSIONS}))
+        }),
+    );
+    http::finish(routes, health, opts)
+}
+
+/// The episode a label and a response stand for.
+fn episode(label: &Value, response: Option<&str>, format: ToolCallFormat) -> Result<Trajectory> {
+    let parsed;
+    let value = match label {
+        Value::String(s) => {
+            parsed = serde_json::from_str::<Value>(s)
+                .context("the label is a string but not a JSON record")?;
+            &parsed
+        }
+        v => v,
+    };
+    let mut traj: Trajectory =
+        serde_json::from_value(value.clone()).context("the label is not a HAT record")?;
+    if traj.messages.iter().any(Message::is_trained) {
+        return Ok(traj);
+    }
+    let Some(response) = response else {
+        bail!("the record has no assistant message and no response was given");
+    };
+    let mut msg = completion_message(response);
+    // Text-form tool calls become structured ones, as the runtime would parse them; a malformed one
+    // stays text, and the judge scores the reply it is.
+    if msg.text_content().contains("<tool_call>") {
+        if let Ok(out) = crate::chat::parse_assistant_output(&msg.text_content(), format, None) {
+            msg = to_message(out, msg.reasoning_content.take());
+        }
+    }
+    traj.messages.push(msg);
+    Ok(traj)
+}
+
+fn to_message(out: crate::chat::AssistantOutput, reasoning: Option<String>) -> Message {
+    let mut m = Message::text(Role::Assistant, out.content);
+    m.reasoning_content = reasoning.or(out.reasoning);
+    m.tool_calls = out
+        .tool_calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| crate::record::ToolCall {
+            id: format!("call_{i}"),
+            kind: "function".into(),
+            function: crate::record::FunctionCall {
+                name: c.name,
+                arguments: Value::Object(c.arguments).to_string(),
+                extra: Map::new(),
+            },
+            extra: Map::new(),
+        })
+        .collect();
+    m
+}
+
+/// Judges one item; the error is the client's, naming the item.
+fn judge_one(
+    app: &RewardState,
+    i: usize,
+    label: &Value,
+    response: Option<&str>,
+) -> Result<(Rewards, Trajectory), ApiError> {
+    let mut traj = episode(label, response, app.format)
+        .map_err(|e| ApiError::bad_request(format!("item {i}: {e:#}")))?;
+    let rewards = Rewards::judge(&mut traj, &app.counter);
+    Ok((rewards, traj))
+}
+
+fn too_many(app: &RewardState, n: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "{n} items in one request; at most {} (--max-items)",
+            app.max_items
+        ),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+struct OpenRlhfRequest {
+    query: Vec<String>,
+    #[serde(default)]
+    prompts: Vec<String>,
+    #[serde(default)]
+    labels: Vec<Value>,
+}
+
+async fn openrlhf(State(app): State<RewardApp>, body: Result<Bytes, BytesRejection>) -> Response {
+    let req: OpenRlhfRequest = match http::json_body(
+        body,
+        "an OpenRLHF reward request ({query, prompts, labels})",
+    ) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let app2 = app.clone();
+    match tokio::task::spawn_blocking(move || do_openrlhf(&app2, req)).await {
+        Ok(Ok(v)) => Json(v).into_response(),
+        Ok(Err(e)) => e.into_response(),
+        Err(e) => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("judging failed: {e}"),
+        )
+        .into_response(),
+    }
+}
+
+fn do_openrlhf(app: &RewardState, req: OpenRlhfRequest) -> Result<Value, ApiError> {
+    let n = req.query.len();
+    if n > app.max_items {
+        return Err(too_many(app, n));
+    }
+    if req.labels.len() != n || (!req.prompts.is_empty() && req.prompts.len() != n) {
+        return Err(ApiError::bad_request(format!(
+            "query, prompts and labels must have one entry per sample: {} queries, {} prompts, {} labels",
+            n,
+            req.prompts.len(),
+            req.labels.len()
+        )));
+    }
+    let mut rewards = Vec::with_capacity(n);
+    let mut scores = Vec::with_capacity(n);
+    let mut logs: Vec<(String, Vec<f64>)> = DIMENSIONS
+        .iter()
+        .map(|d| (d.to_string(), Vec::with_capacity(n)))
+        .chain([("success".to_string(), Vec::with_capacity(n))])
+        .collect();
+    for i in 0..n {
+        // OpenRLHF decodes prompt and response together; the response is what follows the prompt.
+        let query = &req.query[i];
+        let response = req
+            .prompts
+            .get(i)
+            .and_then(|p| query.strip_prefix(p.as_str()))
+            .unwrap_or(query);
+        let (r, _) = judge_one(app, i, &req.labels[i], Some(response))?;
+        rewards.push(r.reward);
+        scores.push(r.score);
+        for (k, (_, v)) in r.dimensions.iter().enumerate() {
+            logs[k].1.push(v.unwrap_or(0.0));
+        }
+        logs[DIMENSIONS.len()]
+            .1
+            .push(if r.success { 1.0 } else { 0.0 });
+    }
+    let extra_logs: Map<String, Value> = logs.into_iter().map(|(k, v)| (k, json!(v))).collect();
+    Ok(json!({"rewards": rewards, "scores": scores, "extra_logs": extra_logs}))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScoreItem {
+    #[serde(default)]
+    record: Option<Value>,
+    #[serde(default)]
+    label: Option<Value>,
+    #[serde(default)]
+    response: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScoreRequest {
+    items: Vec<ScoreItem>,
+}
+
+async fn score(State(app): State<RewardApp>, body: Result<Bytes, BytesRejection>) -> Response {
+    let req: ScoreRequest = match http::json_body(body, "a score request ({\"items\": [...]})") {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let app2 = app.clone();
+    match tokio::task::spawn_blocking(move || do_score(&app2, req)).await {
+        Ok(Ok(v)) => Json(v).into_response(),
+        Ok(Err(e)) => e.into_response(),
+        Err(e) => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("judging failed: {e}"),
+        )
+        .into_response(),
+    }
+}
+
+fn do_score(app: &RewardState, req: ScoreRequest) -> Result<Value, ApiError> {
+    if req.items.len() > app.max_items {
+        return Err(too_many(app, req.items.len()));
+    }
+    let mut results = Vec::with_capacity(req.items.len());
+    for (i, item) in req.items.iter().enumerate() {
+        let (label, response) = match (&item.record, &item.label) {
+            (Some(r), None) if item.response.is_none() => (r, None),
+            (None, Some(l)) => (l, item.response.as_deref()),
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "item {i}: give {{\"record\": R}} or {{\"label\": L, \"response\": TEXT}}"
+                )))
+            }
+        };
+        let (r, traj) = judge_one(app, i, label, response)?;
+        results.push(r.to_json(&traj));
+    }
+    Ok(json!({"results": results}))
+}
