@@ -15,6 +15,8 @@ use super::trainer::{train, GrpoConfig, RunInputs, REPLY_REWARDS, TOOL_REWARDS};
 use crate::agent::{Agent, SimEnv};
 use crate::hsa::variant::load_harness;
 use crate::model::CausalLm;
+use crate::opd::reverse_kl::KlPenalty;
+use crate::opd::teacher::check_compatible;
 use crate::record::Trajectory;
 use crate::sim::cli::CatalogSource;
 use crate::sim::faults::FaultPlan;
@@ -75,6 +77,17 @@ pub struct GrpoArgs {
     /// Reference policy for the KL term (default: `--model`).
     #[arg(long, value_name = "DIR")]
     pub ref_model: Option<PathBuf>,
+    /// OPD term: a teacher checkpoint (e.g. the pre-SFT base) whose per-token reverse KL
+    /// `−kl_penalty_coef·(log π_old − log π_teacher)` is added to the advantage of every token the
+    /// policy generated (as `opd`'s). Must share the policy's tokenizer. Off without it.
+    #[arg(long, value_name = "DIR")]
+    pub teacher: Option<PathBuf>,
+    /// λ of the OPD term (with --teacher; 0 = off).
+    #[arg(long, default_value_t = 1.0)]
+    pub kl_penalty_coef: f64,
+    /// γ: discount of the future reverse KL summed into each token's OPD term (0 = per token).
+    #[arg(long, default_value_t = 0.0)]
+    pub kl_discount_factor: f64,
     #[arg(long, value_enum, default_value = "sum_then_normalize")]
     pub multi_objective_aggregation: Aggregation,
     #[arg(long, value_enum, default_value = "group")]
@@ -183,6 +196,10 @@ impl GrpoArgs {
             },
             save_steps: self.save_steps,
             router_aux_loss_coef: None,
+            kl_penalty: KlPenalty {
+                kl_penalty_coef: self.kl_penalty_coef,
+                kl_discount_factor: self.kl_discount_factor,
+            },
         })
     }
 }
@@ -224,6 +241,13 @@ where
     } else {
         None
     };
+    let teacher = match &a.teacher {
+        Some(dir) => {
+            check_compatible(&a.model, dir)?;
+            Some(CausalLm::<B::InnerBackend>::load(dir, device)?)
+        }
+        None => None,
+    };
     let inputs = RunInputs {
         tasks: &tasks,
         agents: &agents,
@@ -233,7 +257,9 @@ where
         out: &a.out,
         concurrency: a.concurrency,
     };
-    let ckpt = train::<B>(&cfg, model, reference, &inputs, a.resume, stop, device)?;
+    let ckpt = train::<B>(
+        &cfg, model, reference, teacher, &inputs, a.resume, stop, device,
+    )?;
     println!("{}", ckpt.display());
     Ok(())
 }
