@@ -212,6 +212,31 @@ fn an_identical_teacher_gives_zero_divergence_and_zero_gradient() {
     }
 }
 
+/// vLLM's `prompt_logprobs` read back under each prompt token's own id, with the malformed shapes
+/// refused.
+#[test]
+fn prompt_logprobs_are_read_under_the_prompts_own_ids() {
+    use hat::policy::prompt_logprobs::read_prompt_logprobs;
+    let v = serde_json::json!([null,
+        {"7": {"logprob": -0.5, "rank": 1, "decoded_token": "a"}, "9": {"logprob": -2.0, "rank": 3, "decoded_token": "b"}},
+        {"4": {"logprob": -1.25, "rank": 2}}]);
+    let got = read_prompt_logprobs(&v, &[1, 9, 4]).unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].logprob, -2.0);
+    assert_eq!(got[0].decoded.as_deref(), Some("b"));
+    assert_eq!(got[1].logprob, -1.25);
+    assert!(got[1].decoded.is_none());
+    assert!(
+        read_prompt_logprobs(&v, &[1, 8, 4]).is_err(),
+        "token 8 is not in row 1"
+    );
+    assert!(
+        read_prompt_logprobs(&v, &[1, 9]).is_err(),
+        "a length mismatch"
+    );
+    assert!(read_prompt_logprobs(&serde_json::json!(null), &[1]).is_err());
+}
+
 mod end_to_end {
     use super::*;
     use hat::general::prompts::{generate, Split};

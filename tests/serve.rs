@@ -552,6 +552,10 @@ async fn completions_prompt_logprobs_match_the_models_own() {
         worst < 1e-4,
         "server vs trainer log-probs differ by {worst}"
     );
+    eprintln!(
+        "prompt_logprobs of {} tokens: max |server − trainer| = {worst:e}",
+        ids.len() - 1
+    );
     server.shutdown().await.unwrap();
 }
 

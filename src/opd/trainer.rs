@@ -177,6 +177,12 @@ pub fn train<B: AutodiffBackend>(
         .unwrap_or(0);
     let metrics_path = inputs.out.join("metrics.jsonl");
     let mut log = metrics::Log::open(&metrics_path, state.metrics_lines)?;
+    let saves = checkpoint::Schedule {
+        out: inputs.out,
+        tokenizer_dir: inputs.tokenizer_dir,
+        save_steps: cfg.save_steps,
+        max_steps: cfg.max_steps,
+    };
     let eval_now = |generator: &TextGenerator<B::InnerBackend>| -> Result<Option<IfevalLite>> {
         if cfg.eval_steps == 0 || inputs.eval.is_empty() {
             return Ok(None);
@@ -371,23 +377,10 @@ pub fn train<B: AutodiffBackend>(
             "reverse KL {}",
             reverse_kl.map_or("-".into(), |x| format!("{x:.3}"))
         ));
-        if state.step < cfg.max_steps && cfg.save_steps > 0 && state.step % cfg.save_steps == 0 {
-            state.metrics_lines = log.lines();
-            checkpoint::save(
-                &inputs.out.join(checkpoint::dir_name(state.step)),
-                &model,
-                inputs.tokenizer_dir,
-                &opt,
-                &state,
-            )?;
-        }
+        saves.after_step(&model, &opt, &mut state, &log)?;
     }
     pb.finish_and_clear();
-    state.metrics_lines = log.lines();
-    let ckpt = inputs.out.join(checkpoint::dir_name(state.step));
-    if !ckpt.exists() {
-        checkpoint::save(&ckpt, &model, inputs.tokenizer_dir, &opt, &state)?;
-    }
+    let ckpt = saves.last(&model, &opt, &mut state, &log)?;
     metrics::plot(
         &metrics_path,
         &inputs.out.join("opd.svg"),

@@ -138,29 +138,3 @@ pub fn read_prompt_logprobs(value: &Value, prompt: &[u32]) -> Result<Vec<ScoredT
         })
         .collect()
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prompt_logprobs_are_read_under_the_prompts_own_ids() {
-        let v = json!([null,
-            {"7": {"logprob": -0.5, "rank": 1, "decoded_token": "a"}, "9": {"logprob": -2.0, "rank": 3, "decoded_token": "b"}},
-            {"4": {"logprob": -1.25, "rank": 2}}]);
-        let got = read_prompt_logprobs(&v, &[1, 9, 4]).unwrap();
-        assert_eq!(got.len(), 2);
-        assert_eq!(got[0].logprob, -2.0);
-        assert_eq!(got[0].decoded.as_deref(), Some("b"));
-        assert_eq!(got[1].logprob, -1.25);
-        assert!(
-            read_prompt_logprobs(&v, &[1, 8, 4]).is_err(),
-            "token 8 is not in row 1"
-        );
-        assert!(
-            read_prompt_logprobs(&v, &[1, 9]).is_err(),
-            "a length mismatch"
-        );
-        assert!(read_prompt_logprobs(&json!(null), &[1]).is_err());
-    }
-}

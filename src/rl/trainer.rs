@@ -164,6 +164,12 @@ where
         .unwrap_or(inputs.views.end_of_turn());
     let metrics_path = inputs.out.join("metrics.jsonl");
     let mut log = metrics::Log::open(&metrics_path, state.metrics_lines)?;
+    let saves = checkpoint::Schedule {
+        out: inputs.out,
+        tokenizer_dir: inputs.tokenizer_dir,
+        save_steps: cfg.save_steps,
+        max_steps: cfg.max_steps,
+    };
     let rollouts = inputs.out.join("rollouts");
     std::fs::create_dir_all(&rollouts)
         .with_context(|| format!("creating {}", rollouts.display()))?;
@@ -339,23 +345,10 @@ where
             fmt(&record["reward"]),
             fmt(&record["right_tool"])
         ));
-        if state.step < cfg.max_steps && cfg.save_steps > 0 && state.step % cfg.save_steps == 0 {
-            state.metrics_lines = log.lines();
-            checkpoint::save(
-                &inputs.out.join(checkpoint::dir_name(state.step)),
-                &model,
-                inputs.tokenizer_dir,
-                &opt,
-                &state,
-            )?;
-        }
+        saves.after_step(&model, &opt, &mut state, &log)?;
     }
     pb.finish_and_clear();
-    state.metrics_lines = log.lines();
-    let ckpt = inputs.out.join(checkpoint::dir_name(state.step));
-    if !ckpt.exists() {
-        checkpoint::save(&ckpt, &model, inputs.tokenizer_dir, &opt, &state)?;
-    }
+    let ckpt = saves.last(&model, &opt, &mut state, &log)?;
     metrics::plot(
         &metrics_path,
         &inputs.out.join("reward.svg"),
