@@ -18,9 +18,9 @@ use super::trainer::{train, OpdConfig, OpdLoss, Prompt, RunInputs};
 use crate::judge::ifeval::InputExample;
 use crate::model::CausalLm;
 use crate::policy::prompt_logprobs::PromptLogprobsConfig;
-use crate::train::checkpoint;
 use crate::train::heap;
 use crate::train::optim::AdamWConfig;
+use crate::train::run_args::RunArgs;
 
 /// Which divergence to minimise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -92,10 +92,8 @@ pub struct OpdArgs {
     /// IFEval-lite every N steps, before the first and after the last (0 = never).
     #[arg(long, default_value_t = 0)]
     pub eval_steps: usize,
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    #[arg(long, default_value_t = 50)]
-    pub max_steps: usize,
+    #[command(flatten)]
+    pub run: RunArgs,
     #[arg(long, default_value_t = 8)]
     pub prompts_per_step: usize,
     /// Completions sampled per prompt.
@@ -126,25 +124,6 @@ pub struct OpdArgs {
     /// GKD: 0 = forward KL(teacher‖student), 1 = reverse KL(student‖teacher), between = generalized JSD.
     #[arg(long, default_value_t = 0.5)]
     pub beta: f64,
-    #[arg(long, default_value_t = 1e-4)]
-    pub learning_rate: f64,
-    #[arg(long, default_value_t = 0)]
-    pub warmup_steps: usize,
-    #[arg(long, default_value_t = 1.0)]
-    pub max_grad_norm: f64,
-    /// Tokens a micro-batch computes at most; a step's micro-batches accumulate into one optimizer step.
-    #[arg(long, default_value_t = 8192)]
-    pub batch_tokens: usize,
-    #[arg(long, default_value_t = 10)]
-    pub save_steps: usize,
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Continue from the newest checkpoint in --out.
-    #[arg(long)]
-    pub resume: bool,
-    /// Delete the checkpoints in --out first.
-    #[arg(long)]
-    pub overwrite_output_dir: bool,
 }
 
 impl OpdArgs {
@@ -199,19 +178,19 @@ impl OpdArgs {
             },
         };
         Ok(OpdConfig {
-            max_steps: self.max_steps,
-            learning_rate: self.learning_rate,
-            warmup_steps: self.warmup_steps,
+            max_steps: self.run.max_steps,
+            learning_rate: self.run.learning_rate,
+            warmup_steps: self.run.warmup_steps,
             adamw: AdamWConfig::default(),
-            max_grad_norm: self.max_grad_norm,
-            seed: self.seed,
-            batch_tokens: self.batch_tokens,
+            max_grad_norm: self.run.max_grad_norm,
+            seed: self.run.seed,
+            batch_tokens: self.run.batch_tokens,
             prompts_per_step: self.prompts_per_step,
             num_generations: self.num_generations,
             max_new_tokens: self.max_new_tokens,
             temperature: self.temperature,
             loss,
-            save_steps: self.save_steps,
+            save_steps: self.run.save_steps,
             eval_steps: self.eval_steps,
             domain_share: self.domain_share,
         })
@@ -259,11 +238,7 @@ pub fn run<B: AutodiffBackend>(a: &OpdArgs, stop: &AtomicBool, device: &B::Devic
     if let Some(dir) = &a.teacher {
         check_compatible(&a.model, dir)?;
     }
-    if a.overwrite_output_dir {
-        checkpoint::remove_all(&a.out)?;
-    } else if !a.resume {
-        checkpoint::ensure_none(&a.out)?;
-    }
+    a.run.prepare_out()?;
     let read_prompts = |file: &str| -> Result<Vec<Prompt>> {
         let rows: Vec<Value> = crate::jsonl::read_all(file)?;
         rows.iter()
@@ -306,9 +281,9 @@ pub fn run<B: AutodiffBackend>(a: &OpdArgs, stop: &AtomicBool, device: &B::Devic
         domain: &domain,
         eval: &eval,
         tokenizer_dir: Path::new(&a.model),
-        out: &a.out,
+        out: &a.run.out,
     };
-    let ckpt = train::<B>(&cfg, model, teacher, &inputs, a.resume, stop, device)?;
+    let ckpt = train::<B>(&cfg, model, teacher, &inputs, a.run.resume, stop, device)?;
     println!("{}", ckpt.display());
     Ok(())
 }

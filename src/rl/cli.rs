@@ -20,9 +20,9 @@ use crate::opd::teacher::check_compatible;
 use crate::record::Trajectory;
 use crate::sim::cli::CatalogSource;
 use crate::sim::faults::FaultPlan;
-use crate::train::checkpoint;
 use crate::train::heap;
 use crate::train::optim::AdamWConfig;
+use crate::train::run_args::RunArgs;
 use crate::train::view::ViewBuilder;
 
 #[derive(Debug, Args)]
@@ -43,10 +43,8 @@ pub struct GrpoArgs {
     /// Tool faults injected while playing (`hat sim rollout --faults` syntax).
     #[arg(long, default_value = "")]
     pub faults: FaultPlan,
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    #[arg(long, default_value_t = 50)]
-    pub max_steps: usize,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// G: episodes per task, the group its advantages are relative to.
     #[arg(long, default_value_t = 4)]
     pub num_generations: usize,
@@ -55,12 +53,6 @@ pub struct GrpoArgs {
     /// μ: optimizer steps on each step's episodes (ratios move off 1 from the second on).
     #[arg(long, default_value_t = 1)]
     pub num_iterations: usize,
-    #[arg(long, default_value_t = 1e-4)]
-    pub learning_rate: f64,
-    #[arg(long, default_value_t = 0)]
-    pub warmup_steps: usize,
-    #[arg(long, default_value_t = 1.0)]
-    pub max_grad_norm: f64,
     /// Lower clip ε (default 0.2; 3e-4 with a sequence-level ratio, as GSPO).
     #[arg(long)]
     pub epsilon: Option<f64>,
@@ -99,22 +91,9 @@ pub struct GrpoArgs {
     /// Longest reply, in tokens (also `dr_grpo`'s normaliser).
     #[arg(long, default_value_t = 160)]
     pub max_completion_length: usize,
-    /// Tokens a micro-batch computes at most.
-    #[arg(long, default_value_t = 8192)]
-    pub batch_tokens: usize,
-    #[arg(long, default_value_t = 10)]
-    pub save_steps: usize,
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
     /// Episodes run at once (generation itself takes the model in turns).
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
-    /// Continue from the newest checkpoint in --out.
-    #[arg(long)]
-    pub resume: bool,
-    /// Delete the checkpoints in --out first.
-    #[arg(long)]
-    pub overwrite_output_dir: bool,
 }
 
 /// `weights` over `names` from `NAME=W,…` (other names in the spec belong to the other kind).
@@ -174,13 +153,13 @@ impl GrpoArgs {
             );
         }
         Ok(GrpoConfig {
-            max_steps: self.max_steps,
-            learning_rate: self.learning_rate,
-            warmup_steps: self.warmup_steps,
+            max_steps: self.run.max_steps,
+            learning_rate: self.run.learning_rate,
+            warmup_steps: self.run.warmup_steps,
             adamw: AdamWConfig::default(),
-            max_grad_norm: self.max_grad_norm,
-            seed: self.seed,
-            batch_tokens: self.batch_tokens,
+            max_grad_norm: self.run.max_grad_norm,
+            seed: self.run.seed,
+            batch_tokens: self.run.batch_tokens,
             num_generations: self.num_generations,
             tasks_per_step: self.tasks_per_step,
             num_iterations: self.num_iterations.max(1),
@@ -194,7 +173,7 @@ impl GrpoArgs {
                 beta: self.beta,
                 max_completion_length: self.max_completion_length,
             },
-            save_steps: self.save_steps,
+            save_steps: self.run.save_steps,
             router_aux_loss_coef: None,
             kl_penalty: KlPenalty {
                 kl_penalty_coef: self.kl_penalty_coef,
@@ -210,11 +189,7 @@ where
     crate::model::generation::generate::TextGenerator<B::InnerBackend>: Send,
 {
     let cfg = a.config()?;
-    if a.overwrite_output_dir {
-        checkpoint::remove_all(&a.out)?;
-    } else if !a.resume {
-        checkpoint::ensure_none(&a.out)?;
-    }
+    a.run.prepare_out()?;
     let tasks: Vec<Trajectory> = crate::jsonl::read_all(&a.tasks)?;
     let agents = a
         .harnesses
@@ -228,7 +203,7 @@ where
     let env = SimEnv {
         catalog: &catalog,
         faults: &a.faults,
-        seed: a.seed,
+        seed: a.run.seed,
     };
     let views = ViewBuilder::from_dir(&a.model)?;
     let model: CausalLm<B> = CausalLm::load(&a.model, device)?;
@@ -254,11 +229,18 @@ where
         env: &env,
         views: &views,
         tokenizer_dir: Path::new(&a.model),
-        out: &a.out,
+        out: &a.run.out,
         concurrency: a.concurrency,
     };
     let ckpt = train::<B>(
-        &cfg, model, reference, teacher, &inputs, a.resume, stop, device,
+        &cfg,
+        model,
+        reference,
+        teacher,
+        &inputs,
+        a.run.resume,
+        stop,
+        device,
     )?;
     println!("{}", ckpt.display());
     Ok(())
