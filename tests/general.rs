@@ -109,3 +109,67 @@ fn ifeval_lite_counts_prompts_and_instructions() {
     assert_eq!(blank.prompt_loose.correct, 0);
     assert!(ifeval_lite(&inputs, &answers[..3]).is_err());
 }
+
+/// Per-prompt answers and the paired comparison: the teacher's answers (all pass) against the same
+/// answers with every other one blanked (those fail) — the blanked prompts are B's losses, the sign
+/// test is exact, and the rows round-trip through JSON as `hat general eval --answers` writes them.
+#[test]
+fn paired_comparison_counts_the_discordant_prompts() {
+    use hat::general::answers::{compare, Answer, Level, Strictness};
+    use hat::general::score::evaluate;
+    let rows = generate(Split::Train, 24, 3);
+    let inputs: Vec<InputExample> = rows.iter().map(input).collect();
+    let good: Vec<String> = rows
+        .iter()
+        .map(|r| r.messages[1]["content"].as_str().unwrap().to_string())
+        .collect();
+    let worse: Vec<String> = good
+        .iter()
+        .enumerate()
+        .map(|(i, g)| if i % 2 == 0 { String::new() } else { g.clone() })
+        .collect();
+    let answers = |responses: &[String]| -> Vec<Answer> {
+        evaluate(&inputs, responses)
+            .unwrap()
+            .iter()
+            .map(Answer::from)
+            .map(|a| serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap())
+            .collect()
+    };
+    let (a, b) = (answers(&good), answers(&worse));
+    assert!(a
+        .iter()
+        .all(|x| x.prompt_strict && x.strict.iter().all(|&v| v)));
+    assert_eq!(a[0].id, rows[0].key.to_string());
+    let c = compare(&a, &b, Level::Prompt, Strictness::Strict).unwrap();
+    assert_eq!((c.cases, c.wins, c.losses, c.ties), (24, 0, 12, 12));
+    assert_eq!((c.rate_a, c.rate_b), (1.0, 0.5));
+    assert!(
+        (c.p_value - 2.0 * 0.5f64.powi(12)).abs() < 1e-12,
+        "{}",
+        c.p_value
+    );
+    let i = compare(&a, &b, Level::Instruction, Strictness::Loose).unwrap();
+    let blanked: usize = a.iter().step_by(2).map(|x| x.strict.len()).sum();
+    assert_eq!(
+        i.losses as usize, blanked,
+        "an empty answer fails every instruction"
+    );
+    assert_eq!(
+        compare(&a, &a, Level::Prompt, Strictness::Strict)
+            .unwrap()
+            .p_value,
+        1.0
+    );
+    let mut twice = a.clone();
+    twice.push(a[0].clone());
+    assert!(compare(&twice, &b, Level::Prompt, Strictness::Strict).is_err());
+    let others = answers(&good)
+        .into_iter()
+        .map(|mut x| {
+            x.id = format!("other-{}", x.id);
+            x
+        })
+        .collect::<Vec<_>>();
+    assert!(compare(&a, &others, Level::Prompt, Strictness::Strict).is_err());
+}

@@ -212,6 +212,31 @@ fn an_identical_teacher_gives_zero_divergence_and_zero_gradient() {
     }
 }
 
+/// vLLM's `prompt_logprobs` read back under each prompt token's own id, with the malformed shapes
+/// refused.
+#[test]
+fn prompt_logprobs_are_read_under_the_prompts_own_ids() {
+    use hat::policy::prompt_logprobs::read_prompt_logprobs;
+    let v = serde_json::json!([null,
+        {"7": {"logprob": -0.5, "rank": 1, "decoded_token": "a"}, "9": {"logprob": -2.0, "rank": 3, "decoded_token": "b"}},
+        {"4": {"logprob": -1.25, "rank": 2}}]);
+    let got = read_prompt_logprobs(&v, &[1, 9, 4]).unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].logprob, -2.0);
+    assert_eq!(got[0].decoded.as_deref(), Some("b"));
+    assert_eq!(got[1].logprob, -1.25);
+    assert!(got[1].decoded.is_none());
+    assert!(
+        read_prompt_logprobs(&v, &[1, 8, 4]).is_err(),
+        "token 8 is not in row 1"
+    );
+    assert!(
+        read_prompt_logprobs(&v, &[1, 9]).is_err(),
+        "a length mismatch"
+    );
+    assert!(read_prompt_logprobs(&serde_json::json!(null), &[1]).is_err());
+}
+
 mod end_to_end {
     use super::*;
     use hat::general::prompts::{generate, Split};
@@ -230,12 +255,18 @@ mod end_to_end {
     /// A random `tiny` model (weights from `seed`) with a BPE tokenizer of `vocab` trained on the
     /// general prompts.
     fn model_dir(seed: u64, vocab: usize) -> tempfile::TempDir {
+        model_dir_from(seed, vocab, |text| text.to_string())
+    }
+
+    /// [`model_dir`] with the tokenizer trained on `map` of each text (another map, another tokenizer).
+    fn model_dir_from(seed: u64, vocab: usize, map: impl Fn(&str) -> String) -> tempfile::TempDir {
         let corpus: Vec<String> = generate(Split::Train, 200, 0)
             .iter()
             .flat_map(|r| {
                 r.messages
                     .iter()
-                    .map(|m| m["content"].as_str().unwrap().to_string())
+                    .map(|m| map(m["content"].as_str().unwrap()))
+                    .collect::<Vec<_>>()
             })
             .collect();
         let tok = train_bpe(
@@ -271,6 +302,7 @@ mod end_to_end {
             loss,
             save_steps: 1,
             eval_steps: 2,
+            domain_share: 0.0,
         }
     }
 
@@ -331,6 +363,7 @@ mod end_to_end {
         let run = |out: &Path, resume: bool, loss: OpdLoss| {
             let inputs = RunInputs {
                 prompts: &prompts,
+                domain: &[],
                 eval: &eval,
                 tokenizer_dir: student.path(),
                 out,
@@ -415,5 +448,266 @@ mod end_to_end {
             ),
             "{g:?}"
         );
+    }
+
+    /// Our `serve` on a checkpoint, in the background of its own runtime: `(runtime, server, base URL)`.
+    fn serve(
+        dir: &Path,
+    ) -> (
+        tokio::runtime::Runtime,
+        hat::serve::server::RunningServer,
+        String,
+    ) {
+        use hat::serve::engine::EngineConfig;
+        use hat::serve::model::BurnModel;
+        use hat::serve::prompt_logprobs::ModelScorer;
+        use hat::serve::{build_app, AppOptions};
+        let model = BurnModel::<NdArray<f32>>::load(dir, Default::default()).unwrap();
+        let scorer = ModelScorer::new(model.model.clone(), Default::default());
+        let options = AppOptions {
+            model_name: "teacher".into(),
+            random_weights: false,
+            format: hat::chat::ToolCallFormat::Hermes,
+            timeout: std::time::Duration::from_secs(120),
+            default_max_tokens: 16,
+            api_key: None,
+            engine: EngineConfig {
+                queue_capacity: 64,
+                max_batch: 8,
+                max_context: 384,
+            },
+        };
+        let (app, _engine) = build_app(
+            model,
+            hat::tokenizer::load(dir).unwrap(),
+            hat::chat::ChatTemplate::from_model_dir(dir).unwrap(),
+            &options,
+            None,
+        );
+        let _ = app.scorer.set(std::sync::Arc::new(scorer));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = rt
+            .block_on(hat::serve::server::RunningServer::start(
+                app,
+                hat::serve::server::HttpLimits {
+                    max_body_bytes: 1 << 20,
+                },
+                "127.0.0.1:0".parse().unwrap(),
+            ))
+            .unwrap();
+        let base = format!("http://{}/v1", server.addr);
+        (rt, server, base)
+    }
+
+    fn endpoint(url: &str, student: &Path, retries: u32) -> hat::opd::teacher::EndpointTeacher {
+        hat::opd::teacher::EndpointTeacher::new(
+            hat::policy::prompt_logprobs::PromptLogprobsConfig {
+                url: url.into(),
+                model: "teacher".into(),
+                api_key: None,
+                timeout: std::time::Duration::from_secs(60),
+                retries,
+                concurrency: 3,
+            },
+            hat::tokenizer::load(student).unwrap(),
+        )
+    }
+
+    /// The endpoint path (our `serve` as teacher, `prompt_logprobs`) against the in-process teacher on
+    /// the same checkpoint: the teacher's log-prob of every sampled token agrees to 1e-4, and two
+    /// steps of OPD give the same reverse KL and loss; GKD's full-vocabulary loss is refused with an
+    /// endpoint; a server with another tokenizer, and one that is down, fail with the URL named.
+    #[test]
+    fn endpoint_teacher_matches_the_in_process_one() {
+        use burn::module::AutodiffModule;
+        use hat::model::generation::generate::TextGenerator;
+        use hat::model::generation::sampling::SamplingParams;
+        let student = model_dir(1, 500);
+        let teacher = model_dir(2, 500);
+        let (_rt, server, url) = serve(teacher.path());
+        let rows: Vec<Value> = generate(Split::Train, 6, 1)
+            .iter()
+            .map(|r| serde_json::to_value(r).unwrap())
+            .collect();
+        let prompts: Vec<_> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| prompt_of(r, "rows", i + 1).unwrap())
+            .collect();
+
+        // Teacher log-probs of the student's samples, both ways.
+        let device = Default::default();
+        let generator = TextGenerator::new(
+            CausalLm::<NdArray<f32>>::load(student.path(), &device).unwrap(),
+            hat::tokenizer::load(student.path()).unwrap(),
+            Some(hat::chat::ChatTemplate::from_model_dir(student.path()).unwrap()),
+        )
+        .unwrap();
+        let conversations: Vec<(String, Vec<Value>)> = prompts
+            .iter()
+            .map(|p| (p.id.clone(), p.conversation.clone()))
+            .collect();
+        let params = SamplingParams {
+            temperature: 1.0,
+            max_tokens: 24,
+            ..SamplingParams::default()
+        };
+        let samples =
+            hat::opd::sample::sample(&generator, &conversations, 2, &params, 5, 0).unwrap();
+        assert_eq!(samples.views.len(), 12);
+        let t = CausalLm::<B>::load(teacher.path(), &device)
+            .unwrap()
+            .valid();
+        let (local, _) = hat::rl::update::logprobs(&t, &samples.views, 0, 4096, &device).unwrap();
+        let remote = endpoint(&url, student.path(), 1)
+            .logprobs(&samples.views)
+            .unwrap();
+        let mut worst = 0f64;
+        let mut count = 0;
+        for (l, r) in local.iter().zip(&remote) {
+            assert_eq!(l.len(), r.len());
+            for (a, b) in l.iter().zip(r) {
+                worst = worst.max((a - b).abs());
+                count += 1;
+            }
+        }
+        assert!(count > 12, "{count} sampled tokens");
+        assert!(
+            worst < 1e-4,
+            "endpoint vs in-process teacher log-probs differ by {worst}"
+        );
+        eprintln!(
+            "teacher log-probs of {count} sampled tokens: max |endpoint − in-process| = {worst:e}"
+        );
+
+        // Two steps of OPD, teacher in-process vs behind the endpoint.
+        let run = |out: &Path, teacher_model: bool, loss: OpdLoss| {
+            let inputs = RunInputs {
+                prompts: &prompts,
+                domain: &[],
+                eval: &[],
+                tokenizer_dir: student.path(),
+                out,
+            };
+            let model = CausalLm::<B>::load(student.path(), &device).unwrap();
+            let mut cfg = config(loss);
+            cfg.eval_steps = 0;
+            if teacher_model {
+                let t = CausalLm::<B>::load(teacher.path(), &device).unwrap();
+                train::<B>(
+                    &cfg,
+                    model,
+                    t,
+                    &inputs,
+                    false,
+                    &AtomicBool::new(false),
+                    &device,
+                )
+            } else {
+                train::<B>(
+                    &cfg,
+                    model,
+                    endpoint(&url, student.path(), 1),
+                    &inputs,
+                    false,
+                    &AtomicBool::new(false),
+                    &device,
+                )
+            }
+        };
+        let rk = OpdLoss::ReverseKl(ReverseKlConfig {
+            kl_penalty_coef: 1.0,
+            kl_discount_factor: 0.0,
+            loss_fn: LossFn::ImportanceSampling,
+            epsilon: 0.2,
+        });
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        run(a.path(), true, rk).unwrap();
+        run(b.path(), false, rk).unwrap();
+        let (ma, mb) = (metrics(a.path()), metrics(b.path()));
+        assert_eq!(ma.len(), 2);
+        assert_eq!(mb.len(), 2);
+        for (x, y) in ma.iter().zip(&mb) {
+            for key in ["reverse_kl", "loss", "completions/mean_length"] {
+                let (p, q) = (x[key].as_f64().unwrap(), y[key].as_f64().unwrap());
+                assert!(close(p, q, 1e-4), "{key}: in-process {p} vs endpoint {q}");
+            }
+            eprintln!(
+                "step {}: reverse KL in-process {} endpoint {}",
+                x["step"], x["reverse_kl"], y["reverse_kl"]
+            );
+        }
+
+        let gkd = OpdLoss::Gjsd {
+            loss: GjsdConfig {
+                beta: 0.5,
+                temperature: 1.0,
+            },
+            lmbda: 1.0,
+        };
+        let c = tempfile::tempdir().unwrap();
+        let e = run(c.path(), false, gkd).unwrap_err().to_string();
+        assert!(e.contains("gjsd") && e.contains(&url), "{e}");
+
+        // A server whose tokenizer is another: refused on its first answer.
+        let other = model_dir_from(1, 500, |text| text.chars().rev().collect());
+        let (_rt2, server2, url2) = serve(other.path());
+        let e = endpoint(&url2, student.path(), 0)
+            .logprobs(&samples.views)
+            .unwrap_err();
+        let e = format!("{e:#}");
+        assert!(
+            (e.contains("tokenizer") || e.contains("vocabulary")) && e.contains(&url2),
+            "{e}"
+        );
+
+        // A server that is down: the URL and the attempts are named.
+        let e = endpoint("http://127.0.0.1:9/v1", student.path(), 1)
+            .logprobs(&samples.views[..1])
+            .unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("127.0.0.1:9") && e.contains("2 attempts"), "{e}");
+        _rt.block_on(server.shutdown()).unwrap();
+        _rt2.block_on(server2.shutdown()).unwrap();
+    }
+
+    /// `--domain-share`: a seeded share of each step's prompts comes from the domain prompts; 0 leaves
+    /// the general draws exactly as they were, 1 replaces all of them, and the same seed draws the same.
+    #[test]
+    fn domain_share_mixes_a_seeded_share_of_domain_prompts() {
+        use hat::opd::mix::step_prompts;
+        use hat::opd::trainer::Prompt;
+        let make = |prefix: &str, n: usize| -> Vec<Prompt> {
+            (0..n)
+                .map(|i| Prompt {
+                    id: format!("{prefix}{i}"),
+                    conversation: Vec::new(),
+                    answer: None,
+                })
+                .collect()
+        };
+        let (general, domain) = (make("g", 50), make("d", 7));
+        let ids = |share: f64, seed: u64| -> Vec<String> {
+            (0..200)
+                .flat_map(|step| step_prompts(&general, &domain, share, seed, step, 8))
+                .map(|p| p.id.clone())
+                .collect()
+        };
+        let plain: Vec<String> = (0..200)
+            .flat_map(|step| hat::rl::rollout::draws(3, step, 8, general.len(), 1))
+            .map(|(i, _)| general[i].id.clone())
+            .collect();
+        assert_eq!(ids(0.0, 3), plain);
+        assert!(ids(1.0, 3).iter().all(|id| id.starts_with('d')));
+        let mixed = ids(0.3, 3);
+        let share =
+            mixed.iter().filter(|id| id.starts_with('d')).count() as f64 / mixed.len() as f64;
+        assert!((share - 0.3).abs() < 0.04, "domain share {share}");
+        assert_eq!(mixed, ids(0.3, 3), "seeded");
+        assert_ne!(mixed, ids(0.3, 4));
     }
 }

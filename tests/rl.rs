@@ -139,6 +139,7 @@ mod end_to_end {
     use hat::hsa::variant::load_harness;
     use hat::model::presets::preset;
     use hat::model::CausalLm;
+    use hat::opd::reverse_kl::KlPenalty;
     use hat::rl::advantage::{AdvantageConfig, Aggregation, ScaleRewards};
     use hat::rl::policy_loss::{ImportanceSamplingLevel, LossType, PolicyLossConfig};
     use hat::rl::trainer::{train, GrpoConfig, RunInputs, REPLY_REWARDS, TOOL_REWARDS};
@@ -228,6 +229,10 @@ mod end_to_end {
             },
             save_steps: 1,
             router_aux_loss_coef: None,
+            kl_penalty: KlPenalty {
+                kl_penalty_coef: 0.0,
+                kl_discount_factor: 0.0,
+            },
         }
     }
 
@@ -280,6 +285,7 @@ mod end_to_end {
             train::<B>(
                 &config(2),
                 model,
+                None,
                 None,
                 &inputs,
                 resume,
@@ -425,5 +431,118 @@ mod end_to_end {
         );
         // By the third pass the ratios have moved off 1 and some tokens are clipped.
         assert!(out.clip_ratio_region > 0.0, "{out:?}");
+    }
+
+    /// The OPD term of `grpo-train` through the real update: with `kl_penalty_coef` 0 (any teacher) or
+    /// with the student itself as teacher, the term is exactly 0 and the updated weights are exactly
+    /// those of the plain GRPO update; a different teacher with λ = 1 gives a non-zero term that moves
+    /// the weights.
+    #[test]
+    fn the_opd_term_is_zero_for_coefficient_0_or_the_student_as_teacher() {
+        use burn::module::AutodiffModule;
+        use hat::rl::opd_term::opd_term;
+        let (harness, _) = load_harness(Path::new("harness-samples/taolive")).unwrap();
+        let tasks = generate(
+            &Catalog::generate(7, 40),
+            &TaskConfig::new(Split::Train, 3),
+            8,
+        )
+        .unwrap();
+        let dir = policy_dir(&harness, &tasks);
+        let record = |id: &str, reply: &str| -> hat::record::Trajectory {
+            serde_json::from_value(serde_json::json!({"id": id, "messages": [
+                {"role": "system", "content": "你是直播间主播。"},
+                {"role": "user", "content": "这款还有货吗"},
+                {"role": "assistant", "content": reply}
+            ]}))
+            .unwrap()
+        };
+        let builder = ViewBuilder::from_dir(dir.path()).unwrap();
+        let views = vec![
+            builder
+                .build(&record("good", "宝宝们，这款还有货哦"))
+                .unwrap(),
+            builder.build(&record("bad", "哈哈")).unwrap(),
+        ];
+        let spans: Vec<_> = views
+            .iter()
+            .enumerate()
+            .flat_map(|(i, v)| spans_of(i, v, |_| if i == 0 { 1.0 } else { -1.0 }))
+            .collect();
+        let device = Default::default();
+        let pad = builder.end_of_turn();
+        let student = CausalLm::<B>::load(dir.path(), &device).unwrap();
+        let (old, _) = logprobs(&student.valid(), &views, pad, 4096, &device).unwrap();
+        // Another random model with the same tokenizer as the teacher.
+        let mut cfg = student.config.clone();
+        cfg.max_position_embeddings = 16384;
+        let other = CausalLm::<NdArray<f32>>::init(&cfg, 11, &device).unwrap();
+        let (other_lp, _) = logprobs(&other, &views, pad, 4096, &device).unwrap();
+        let loss = PolicyLossConfig {
+            epsilon: 0.2,
+            epsilon_high: 0.28,
+            importance_sampling_level: ImportanceSamplingLevel::Token,
+            loss_type: LossType::Dapo,
+            beta: 0.0,
+            max_completion_length: 16,
+        };
+        let settings = UpdateConfig {
+            loss: &loss,
+            num_iterations: 1,
+            learning_rate: 3e-3,
+            max_grad_norm: 1.0,
+            batch_tokens: 4096,
+            aux_coef: 0.0,
+            pad,
+        };
+        let after = |term: Option<&[Vec<f64>]>| -> Vec<f64> {
+            let batch = Batch {
+                views: &views,
+                spans: &spans,
+                old: &old,
+                reference: None,
+                token_advantages: term,
+            };
+            let mut opt = AdamW::new(AdamWConfig::default());
+            let model = CausalLm::<B>::load(dir.path(), &device).unwrap();
+            let (model, _, _) = update(model, &mut opt, &batch, &settings, &device).unwrap();
+            let (lp, _) = logprobs(&model.valid(), &views, pad, 4096, &device).unwrap();
+            lp.into_iter().flatten().collect()
+        };
+        let penalty = |coef: f64| KlPenalty {
+            kl_penalty_coef: coef,
+            kl_discount_factor: 0.0,
+        };
+        let plain = after(None);
+
+        let (zero_coef, kl) = opd_term(&old, &other_lp, &penalty(0.0));
+        assert!(kl.unwrap().abs() > 1e-3, "a random teacher differs: {kl:?}");
+        assert!(zero_coef.iter().flatten().all(|&a| a == 0.0));
+        assert_eq!(
+            after(Some(zero_coef.as_slice())),
+            plain,
+            "λ = 0 changes the update"
+        );
+
+        let (same, kl) = opd_term(&old, &old, &penalty(1.0));
+        assert_eq!(kl, Some(0.0));
+        assert!(same.iter().flatten().all(|&a| a == 0.0));
+        // The student scored again as its own teacher: the same log-probs, so the same zero term.
+        let (again, _) = logprobs(&student.valid(), &views, pad, 4096, &device).unwrap();
+        let (same_again, _) = opd_term(&old, &again, &penalty(1.0));
+        assert!(same_again.iter().flatten().all(|&a| a.abs() < 1e-9));
+        assert_eq!(
+            after(Some(same.as_slice())),
+            plain,
+            "a teacher equal to the student changes the update"
+        );
+
+        let (term, _) = opd_term(&old, &other_lp, &penalty(1.0));
+        assert!(term.iter().flatten().any(|&a| a != 0.0));
+        assert_ne!(
+            after(Some(term.as_slice())),
+            plain,
+            "a different teacher must move the update"
+        );
     }
 }

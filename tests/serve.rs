@@ -465,3 +465,206 @@ fn agent_mode_reads_the_harness_names() {
         assert_eq!(service.agent.names(), &declared, "{dir}");
     }
 }
+
+/// The tokens of a text under the test server's tokenizer.
+fn encode(text: &str) -> Vec<u32> {
+    hat::tokenizer::load(serve_support::tokenizer_dir())
+        .unwrap()
+        .encode(text, false)
+        .unwrap()
+        .get_ids()
+        .to_vec()
+}
+
+/// `prompt_logprobs` against the model's own log-probs computed by the trainer's scoring path (a
+/// batched teacher-forced forward, independent of the server's scorer): the prompt's token at each
+/// position after the first, its rank, and the top k in vLLM's shape; a pure scoring request
+/// (`max_tokens: 0`) generates nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn completions_prompt_logprobs_match_the_models_own() {
+    let (server, _app, base) = start().await;
+    let ids = encode("How much is the down jacket? Is the red one still in stock today?");
+    assert!(ids.len() > 8);
+    let (status, v) = post(
+        &base,
+        "/v1/completions",
+        &json!({"model": MODEL, "prompt": ids, "max_tokens": 0, "prompt_logprobs": 3}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["object"], "text_completion");
+    let choice = &v["choices"][0];
+    assert_eq!(choice["text"], "");
+    assert_eq!(v["usage"]["completion_tokens"], 0);
+    assert_eq!(v["usage"]["prompt_tokens"], ids.len());
+    let rows = choice["prompt_logprobs"].as_array().unwrap();
+    assert_eq!(rows.len(), ids.len());
+    assert!(rows[0].is_null());
+
+    // The reference: the same random weights, scored as the trainers score a view.
+    let tok = hat::tokenizer::load(serve_support::tokenizer_dir()).unwrap();
+    let model = hat::serve::model::BurnModel::<burn::backend::NdArray<f32>>::random(
+        "tiny",
+        tok.get_vocab_size(true),
+        3,
+        Default::default(),
+    )
+    .unwrap()
+    .model;
+    let view = hat::train::view::TrainingView {
+        id: "p".into(),
+        tokens: ids.clone(),
+        loss_mask: (0..ids.len()).map(|t| u8::from(t > 0)).collect(),
+        segments: Vec::new(),
+        weights: None,
+    };
+    let (reference, _) =
+        hat::rl::update::logprobs(&model, &[view], 0, 4096, &Default::default()).unwrap();
+    let mut worst = 0f64;
+    for (t, row) in rows.iter().enumerate().skip(1) {
+        let own = &row[ids[t].to_string()];
+        let lp = own["logprob"].as_f64().unwrap();
+        worst = worst.max((lp - reference[0][t - 1]).abs());
+        let rank = own["rank"].as_u64().unwrap();
+        assert!(rank >= 1);
+        let mut top: Vec<(u64, f64)> = row
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|e| (e["rank"].as_u64().unwrap(), e["logprob"].as_f64().unwrap()))
+            .filter(|(r, _)| *r <= 3)
+            .collect();
+        top.sort_by_key(|(r, _)| *r);
+        assert_eq!(
+            top.iter().map(|(r, _)| *r).collect::<Vec<_>>(),
+            [1, 2, 3],
+            "{row}"
+        );
+        assert!(
+            top.windows(2).all(|w| w[0].1 >= w[1].1),
+            "top-3 best first: {row}"
+        );
+        // The prompt's token is among the top 3 exactly when its rank says so.
+        assert_eq!(rank <= 3, lp >= top[2].1 - 1e-6, "{row}");
+        assert!(own["decoded_token"].is_string());
+    }
+    assert!(
+        worst < 1e-4,
+        "server vs trainer log-probs differ by {worst}"
+    );
+    eprintln!(
+        "prompt_logprobs of {} tokens: max |server − trainer| = {worst:e}",
+        ids.len() - 1
+    );
+    server.shutdown().await.unwrap();
+}
+
+/// `echo` with the legacy `logprobs`: the prompt comes back before the completion, with a log-prob
+/// for every returned token but the first; text prompts and batches of prompts work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn completions_echo_logprobs_and_batches() {
+    let (server, _app, base) = start().await;
+    let text = "How much is the down jacket?";
+    let n = encode(text).len();
+    let (status, v) = post(
+        &base,
+        "/v1/completions",
+        &json!({"prompt": [text, encode("Is it in stock?")], "max_tokens": 4, "temperature": 0,
+                "echo": true, "logprobs": 2, "prompt_logprobs": 1}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    let choices = v["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 2);
+    let c = &choices[0];
+    assert!(c["text"].as_str().unwrap().starts_with(text), "{c}");
+    let lp = &c["logprobs"];
+    let generated = v["usage"]["completion_tokens"].as_u64().unwrap() as usize;
+    let mine = lp["tokens"].as_array().unwrap().len();
+    assert!(
+        mine > n && mine <= n + 4,
+        "{mine} tokens for a {n}-token prompt"
+    );
+    assert!(lp["token_logprobs"][0].is_null() && lp["top_logprobs"][0].is_null());
+    assert!(lp["token_logprobs"][1].is_number());
+    assert!(lp["top_logprobs"][1].as_object().unwrap().len() <= 2);
+    assert_eq!(lp["text_offset"][0], 0);
+    // The echoed prompt's log-probs are the prompt_logprobs'.
+    let ids = encode(text);
+    assert_eq!(
+        lp["token_logprobs"][1].as_f64().unwrap(),
+        c["prompt_logprobs"][1][ids[1].to_string()]["logprob"]
+            .as_f64()
+            .unwrap()
+    );
+    assert_eq!(choices[1]["index"], 1);
+    assert!(generated >= 2);
+    server.shutdown().await.unwrap();
+}
+
+/// Bad `/v1/completions` input gets a 4xx naming the field, and serving continues.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn completions_bad_requests_get_4xx() {
+    let (server, _app, base) = start().await;
+    for (body, status, param) in [
+        (
+            json!({"prompt": "hi", "prompt_logprobs": 21}),
+            400,
+            "prompt_logprobs",
+        ),
+        (
+            json!({"prompt": "hi", "prompt_logprobs": -1}),
+            400,
+            "prompt_logprobs",
+        ),
+        (
+            json!({"prompt": "hi", "prompt_logprobs": -2}),
+            400,
+            "prompt_logprobs",
+        ),
+        (
+            json!({"prompt": "hi", "prompt_logprobs": 1.5}),
+            400,
+            "prompt_logprobs",
+        ),
+        (
+            json!({"prompt": "hi", "prompt_logprobs": "3"}),
+            400,
+            "prompt_logprobs",
+        ),
+        (json!({"prompt": "hi", "logprobs": 99}), 400, "logprobs"),
+        (
+            json!({"prompt": "hi", "prompt_logprobs": 1, "stream": true}),
+            400,
+            "stream",
+        ),
+        (json!({"max_tokens": 2}), 400, "prompt"),
+        (json!({"prompt": []}), 400, "prompt"),
+        (json!({"prompt": [[]]}), 400, "prompt"),
+        (json!({"prompt": [1, -2]}), 400, "prompt"),
+        (json!({"prompt": [1, 999999]}), 400, "prompt"),
+        (json!({"prompt": {"a": 1}}), 400, "prompt"),
+        (json!({"prompt": "hi", "n": 2}), 422, "n"),
+        (json!({"prompt": "hi", "model": "other"}), 404, "model"),
+        (
+            json!({"prompt": "hi", "temperature": 5}),
+            400,
+            "temperature",
+        ),
+    ] {
+        let (got, v) = post(&base, "/v1/completions", &body).await;
+        assert_eq!(got, status, "{body} → {v}");
+        assert_eq!(v["error"]["param"], param, "{body} → {v}");
+    }
+    let (got, v) = post(
+        &base,
+        "/v1/completions",
+        &json!({"prompt": "hi", "max_tokens": 2, "prompt_logprobs": 0}),
+    )
+    .await;
+    assert_eq!(got, 200, "{v}");
+    // prompt_logprobs 0: the prompt's own token only.
+    let rows = v["choices"][0]["prompt_logprobs"].as_array().unwrap();
+    assert!(rows[1..].iter().all(|r| r.as_object().unwrap().len() == 1));
+    server.shutdown().await.unwrap();
+}

@@ -17,7 +17,8 @@ const AFTER_HELP: &str = "\
 OUTPUT (in --out)
   metrics.jsonl   one line per step, TRL's names: reward, rewards/<name>/mean, reward_std/<kind>,
                   frac_reward_zero_std/<kind>, clip_ratio/{low,high,region}_mean, kl, entropy,
-                  completions/mean_length, right_tool, time/{rollout,scoring,update}_s
+                  completions/mean_length, right_tool, time/{rollout,scoring,update}_s;
+                  with --teacher: opd/reverse_kl, opd/advantage_mean
   reward.svg      the reward curves, right tool, KL and clip ratio against the step
   rollouts/       step-NNNNNN.jsonl: every episode of the step, judged (reads with `judge report`)
   checkpoint-NNNNNN/  HF directory + optimizer + trainer state; --resume continues exactly
@@ -27,7 +28,9 @@ EXAMPLE
   hat sim tasks --split train -n 2000 > out/rl-tasks.jsonl
   grpo-train --model out/distill/checkpoint-000400 --tasks out/rl-tasks.jsonl \\
       --harness harness --harness out/variants/variant-000 --faults timeout=0.1 \\
-      --num-generations 4 --tasks-per-step 8 --max-steps 50 --out out/grpo";
+      --num-generations 4 --tasks-per-step 8 --max-steps 50 --out out/grpo
+  # plus the OPD term: per-token -0.5*(log p_policy - log p_base) added to the advantages
+  grpo-train ... --teacher out/base/checkpoint-000200 --kl-penalty-coef 0.5";
 
 #[derive(Debug, Parser)]
 #[command(

@@ -1,5 +1,6 @@
 //! `hat general …`: write general prompts (train with the teacher's answers, eval held out), score
-//! answers to them, and let a local model answer and be scored (IFEval-lite).
+//! answers to them, let a local model answer and be scored (IFEval-lite), and compare two models
+//! answer by answer.
 
 use std::path::PathBuf;
 
@@ -8,9 +9,11 @@ use burn::backend::NdArray;
 use clap::{Args, Subcommand};
 
 use super::answer::answer;
+use super::answers::{compare, Answer, Level, Strictness};
 use super::prompts::{generate, Split};
-use super::score::{ifeval_lite, IfevalLite};
+use super::score::{evaluate, IfevalLite};
 use crate::jsonl::{read_all, JsonlWriter};
+use crate::judge::ifeval::report::Report;
 use crate::judge::ifeval::InputExample;
 use crate::model::generation::generate::TextGenerator;
 
@@ -23,7 +26,27 @@ pub enum GeneralCommand {
     /// IFEval-lite of a model: it answers the prompts greedily; prints the four rates as JSON.
     ///
     /// Example: hat general eval --model out/base --input general-eval.jsonl --limit 200
+    /// --answers base-answers.jsonl
     Eval(EvalArgs),
+    /// Paired comparison of two models' `eval --answers` files on the prompts both answered: rates,
+    /// wins/losses of B against A, and an exact sign test on the discordant cases. Prints JSON.
+    ///
+    /// Example: hat general compare sft-answers.jsonl opd-answers.jsonl --level prompt --mode strict
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Baseline answers (A), from `hat general eval --answers`.
+    #[arg(value_name = "A.jsonl")]
+    pub a: String,
+    /// Candidate answers (B).
+    #[arg(value_name = "B.jsonl")]
+    pub b: String,
+    #[arg(long, value_enum, default_value_t = Level::Prompt)]
+    pub level: Level,
+    #[arg(long, value_enum, default_value_t = Strictness::Strict)]
+    pub mode: Strictness,
 }
 
 #[derive(Debug, Args)]
@@ -54,6 +77,11 @@ pub struct EvalArgs {
     /// Prompts decoded together.
     #[arg(long, default_value_t = 16)]
     pub batch: usize,
+    /// Also write each prompt's answer as a JSONL row (`id` = the IFEval key, `response`, per-
+    /// instruction `strict`/`loose` verdicts, `prompt_strict`/`prompt_loose`), for `hat general
+    /// compare`.
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<String>,
 }
 
 pub fn run(cmd: &GeneralCommand, err: &mut dyn std::io::Write) -> Result<i32> {
@@ -79,9 +107,24 @@ pub fn run(cmd: &GeneralCommand, err: &mut dyn std::io::Write) -> Result<i32> {
                     "{skipped} prompt(s) longer than the context, answered empty"
                 )?;
             }
-            let lite: IfevalLite = ifeval_lite(&inputs, &responses)?;
+            let evaluated = evaluate(&inputs, &responses)?;
+            let lite = IfevalLite::from_report(&Report::new(&evaluated));
+            if let Some(path) = &a.answers {
+                let mut w = JsonlWriter::create(path)?;
+                for e in &evaluated {
+                    w.write(&Answer::from(e))?;
+                }
+                w.finish()?;
+                writeln!(err, "wrote {} answers to {path}", evaluated.len())?;
+            }
             println!("{}", serde_json::to_string(&lite)?);
             writeln!(err, "| {} |\n| {} |", IfevalLite::HEADER, lite.row())?;
+        }
+        GeneralCommand::Compare(a) => {
+            let (ra, rb): (Vec<Answer>, Vec<Answer>) = (read_all(&a.a)?, read_all(&a.b)?);
+            let c = compare(&ra, &rb, a.level, a.mode)?;
+            println!("{}", serde_json::to_string(&c)?);
+            writeln!(err, "{}", c.markdown(&a.a, &a.b))?;
         }
     }
     Ok(0)

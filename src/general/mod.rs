@@ -10,10 +10,12 @@
 //! prompts.rs       the seeded generator of train / eval rows (IFEval input format + messages)
 //! answer.rs        a local model's greedy answers to the prompts
 //! score.rs         IFEval-lite: prompt / instruction level, strict / loose, with Wilson intervals
-//! cli.rs           `hat general prompts | eval`
+//! answers.rs       per-prompt answers and the paired sign test of two models on them
+//! cli.rs           `hat general prompts | eval | compare`
 //! ```
 
 pub mod answer;
+pub mod answers;
 pub mod cli;
 pub mod instructions;
 pub mod prompts;

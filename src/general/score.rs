@@ -83,6 +83,13 @@ impl IfevalLite {
 
 /// Scores `responses[i]` as the answer to `inputs[i]`.
 pub fn ifeval_lite(inputs: &[InputExample], responses: &[String]) -> Result<IfevalLite> {
+    Ok(IfevalLite::from_report(&Report::new(&evaluate(
+        inputs, responses,
+    )?)))
+}
+
+/// The verdicts of every prompt: `responses[i]` as the answer to `inputs[i]`.
+pub fn evaluate(inputs: &[InputExample], responses: &[String]) -> Result<Vec<Evaluated>> {
     if inputs.len() != responses.len() {
         bail!(
             "{} prompts but {} responses; give one response per prompt",
@@ -90,7 +97,7 @@ pub fn ifeval_lite(inputs: &[InputExample], responses: &[String]) -> Result<Ifev
             responses.len()
         );
     }
-    let evaluated = inputs
+    inputs
         .iter()
         .zip(responses)
         .map(|(input, response)| {
@@ -102,6 +109,5 @@ pub fn ifeval_lite(inputs: &[InputExample], responses: &[String]) -> Result<Ifev
                 response: response.clone(),
             })
         })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(IfevalLite::from_report(&Report::new(&evaluated)))
+        .collect()
 }

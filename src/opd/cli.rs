@@ -4,21 +4,23 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use burn::tensor::backend::AutodiffBackend;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
 use super::gjsd::GjsdConfig;
 use super::reverse_kl::{LossFn, ReverseKlConfig};
-use super::teacher::check_compatible;
+use super::teacher::{check_compatible, EndpointTeacher, Teacher};
 use super::trainer::{train, OpdConfig, OpdLoss, Prompt, RunInputs};
 use crate::judge::ifeval::InputExample;
 use crate::model::CausalLm;
-use crate::train::checkpoint;
+use crate::policy::prompt_logprobs::PromptLogprobsConfig;
 use crate::train::heap;
 use crate::train::optim::AdamWConfig;
+use crate::train::run_args::RunArgs;
 
 /// Which divergence to minimise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -35,14 +37,52 @@ pub struct OpdArgs {
     /// The student: a checkpoint directory (e.g. the domain-SFT model).
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
-    /// The teacher: the pre-SFT base checkpoint. Must share the student's tokenizer and vocabulary.
-    #[arg(long, value_name = "DIR")]
-    pub teacher: PathBuf,
-    /// Prompts: JSONL rows with `messages` (the turns before the first assistant turn are the prompt;
-    /// that turn, if any, is the row's own answer) or `prompt` — `hat general prompts --split train`.
-    /// Domain prompts may be mixed in by adding their rows to this file; nothing else mixes them.
+    /// The teacher: the pre-SFT base checkpoint, loaded in-process. Must share the student's tokenizer
+    /// and vocabulary. Or give --teacher-url instead.
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "teacher_url",
+        conflicts_with = "teacher_url"
+    )]
+    pub teacher: Option<PathBuf>,
+    /// The teacher behind an OpenAI-compatible server (base URL up to the version, e.g.
+    /// http://host:8000/v1) that returns vLLM's `prompt_logprobs` on /v1/completions: vLLM, SGLang or
+    /// our `serve`. Each sampled sequence is sent as token ids; the teacher's log-prob of every
+    /// sampled token is read back. Serves `--loss reverse_kl` only (gjsd needs the full distribution).
+    #[arg(long, value_name = "URL")]
+    pub teacher_url: Option<String>,
+    /// The served teacher's model name (required with --teacher-url).
+    #[arg(long, value_name = "NAME", requires = "teacher_url")]
+    pub teacher_model: Option<String>,
+    /// API key of the teacher endpoint (or OPENAI_API_KEY).
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub teacher_api_key: Option<String>,
+    /// Per-request timeout of the teacher endpoint, in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub teacher_timeout: u64,
+    /// Extra attempts after a transport error, 429 or 5xx from the teacher endpoint; then the step
+    /// fails naming the URL and status (no checkpoint is written for that step).
+    #[arg(long, default_value_t = 3)]
+    pub teacher_retries: u32,
+    /// Teacher requests in flight at once.
+    #[arg(long, default_value_t = 4)]
+    pub teacher_concurrency: usize,
+    /// General prompts: JSONL rows with `messages` (the turns before the first assistant turn are the
+    /// prompt; that turn, if any, is the row's own answer) or `prompt` — `hat general prompts --split
+    /// train`.
     #[arg(long, value_name = "FILE")]
     pub prompts: String,
+    /// Domain (live-room) prompts, rows read as --prompts: e.g. HSA-SFT trajectories, whose turns
+    /// before the first assistant turn (the harness's system prompt and the viewer's message) are the
+    /// prompt. Drawn for --domain-share of a step's prompts.
+    #[arg(long, value_name = "FILE")]
+    pub domain_prompts: Option<String>,
+    /// Share of each step's prompts drawn from --domain-prompts instead of --prompts: every slot is a
+    /// domain prompt with this probability, seeded by --seed, the step and the slot (so --resume
+    /// draws the same). 0 = general prompts only.
+    #[arg(long, default_value_t = 0.0, value_name = "F")]
+    pub domain_share: f64,
     /// Held-out IFEval rows (`hat general prompts --split eval`) for IFEval-lite at eval steps.
     #[arg(long, value_name = "FILE")]
     pub eval_prompts: Option<String>,
@@ -52,10 +92,8 @@ pub struct OpdArgs {
     /// IFEval-lite every N steps, before the first and after the last (0 = never).
     #[arg(long, default_value_t = 0)]
     pub eval_steps: usize,
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    #[arg(long, default_value_t = 50)]
-    pub max_steps: usize,
+    #[command(flatten)]
+    pub run: RunArgs,
     #[arg(long, default_value_t = 8)]
     pub prompts_per_step: usize,
     /// Completions sampled per prompt.
@@ -86,25 +124,6 @@ pub struct OpdArgs {
     /// GKD: 0 = forward KL(teacher‖student), 1 = reverse KL(student‖teacher), between = generalized JSD.
     #[arg(long, default_value_t = 0.5)]
     pub beta: f64,
-    #[arg(long, default_value_t = 1e-4)]
-    pub learning_rate: f64,
-    #[arg(long, default_value_t = 0)]
-    pub warmup_steps: usize,
-    #[arg(long, default_value_t = 1.0)]
-    pub max_grad_norm: f64,
-    /// Tokens a micro-batch computes at most; a step's micro-batches accumulate into one optimizer step.
-    #[arg(long, default_value_t = 8192)]
-    pub batch_tokens: usize,
-    #[arg(long, default_value_t = 10)]
-    pub save_steps: usize,
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Continue from the newest checkpoint in --out.
-    #[arg(long)]
-    pub resume: bool,
-    /// Delete the checkpoints in --out first.
-    #[arg(long)]
-    pub overwrite_output_dir: bool,
 }
 
 impl OpdArgs {
@@ -114,6 +133,26 @@ impl OpdArgs {
         }
         if !(0.0..=1.0).contains(&self.lmbda) {
             bail!("--lmbda must be in [0, 1], got {}", self.lmbda);
+        }
+        if !(0.0..=1.0).contains(&self.domain_share) {
+            bail!(
+                "--domain-share must be in [0, 1], got {}",
+                self.domain_share
+            );
+        }
+        if self.domain_share > 0.0 && self.domain_prompts.is_none() {
+            bail!(
+                "--domain-share {} needs --domain-prompts FILE",
+                self.domain_share
+            );
+        }
+        if self.teacher_url.is_some() && self.loss == LossKind::Gjsd {
+            bail!(
+                "--loss gjsd needs the teacher's whole distribution at every position; an endpoint \
+                 teacher (--teacher-url) returns only prompt_logprobs (the sampled tokens' log-probs, \
+                 at most top-k) and no top-k approximation of the JSD is built. Use --loss reverse_kl, \
+                 or --teacher DIR in-process"
+            );
         }
         if !(self.temperature > 0.0) {
             bail!("--temperature must be above 0, got {}", self.temperature);
@@ -139,20 +178,21 @@ impl OpdArgs {
             },
         };
         Ok(OpdConfig {
-            max_steps: self.max_steps,
-            learning_rate: self.learning_rate,
-            warmup_steps: self.warmup_steps,
+            max_steps: self.run.max_steps,
+            learning_rate: self.run.learning_rate,
+            warmup_steps: self.run.warmup_steps,
             adamw: AdamWConfig::default(),
-            max_grad_norm: self.max_grad_norm,
-            seed: self.seed,
-            batch_tokens: self.batch_tokens,
+            max_grad_norm: self.run.max_grad_norm,
+            seed: self.run.seed,
+            batch_tokens: self.run.batch_tokens,
             prompts_per_step: self.prompts_per_step,
             num_generations: self.num_generations,
             max_new_tokens: self.max_new_tokens,
             temperature: self.temperature,
             loss,
-            save_steps: self.save_steps,
+            save_steps: self.run.save_steps,
             eval_steps: self.eval_steps,
+            domain_share: self.domain_share,
         })
     }
 }
@@ -195,18 +235,22 @@ pub fn prompt_of(row: &Value, file: &str, line: usize) -> Result<Prompt> {
 /// Runs `opd`; prints the final checkpoint's path.
 pub fn run<B: AutodiffBackend>(a: &OpdArgs, stop: &AtomicBool, device: &B::Device) -> Result<()> {
     let cfg = a.config()?;
-    check_compatible(&a.model, &a.teacher)?;
-    if a.overwrite_output_dir {
-        checkpoint::remove_all(&a.out)?;
-    } else if !a.resume {
-        checkpoint::ensure_none(&a.out)?;
+    if let Some(dir) = &a.teacher {
+        check_compatible(&a.model, dir)?;
     }
-    let rows: Vec<Value> = crate::jsonl::read_all(&a.prompts)?;
-    let prompts = rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| prompt_of(r, &a.prompts, i + 1))
-        .collect::<Result<Vec<_>>>()?;
+    a.run.prepare_out()?;
+    let read_prompts = |file: &str| -> Result<Vec<Prompt>> {
+        let rows: Vec<Value> = crate::jsonl::read_all(file)?;
+        rows.iter()
+            .enumerate()
+            .map(|(i, r)| prompt_of(r, file, i + 1))
+            .collect()
+    };
+    let prompts = read_prompts(&a.prompts)?;
+    let domain = match &a.domain_prompts {
+        Some(f) => read_prompts(f)?,
+        None => Vec::new(),
+    };
     let mut eval: Vec<InputExample> = match &a.eval_prompts {
         Some(f) => crate::jsonl::read_all(f)?,
         None => Vec::new(),
@@ -214,14 +258,32 @@ pub fn run<B: AutodiffBackend>(a: &OpdArgs, stop: &AtomicBool, device: &B::Devic
     eval.truncate(a.eval_limit);
     let model: CausalLm<B> = CausalLm::load(&a.model, device)?;
     heap::keep_freed_memory(model.config.hidden_size);
-    let teacher: CausalLm<B> = CausalLm::load(&a.teacher, device)?;
+    let teacher: Teacher<B> = match (&a.teacher, &a.teacher_url) {
+        (Some(dir), _) => CausalLm::<B>::load(dir, device)?.into(),
+        (None, Some(url)) => EndpointTeacher::new(
+            PromptLogprobsConfig {
+                url: url.clone(),
+                model: a.teacher_model.clone().context(
+                    "--teacher-url needs --teacher-model NAME (the served model's name)",
+                )?,
+                api_key: a.teacher_api_key.clone().filter(|k| !k.is_empty()),
+                timeout: Duration::from_secs(a.teacher_timeout.max(1)),
+                retries: a.teacher_retries,
+                concurrency: a.teacher_concurrency.max(1),
+            },
+            crate::tokenizer::load(&a.model)?,
+        )
+        .into(),
+        (None, None) => bail!("give --teacher DIR or --teacher-url URL"),
+    };
     let inputs = RunInputs {
         prompts: &prompts,
+        domain: &domain,
         eval: &eval,
         tokenizer_dir: Path::new(&a.model),
-        out: &a.out,
+        out: &a.run.out,
     };
-    let ckpt = train::<B>(&cfg, model, teacher, &inputs, a.resume, stop, device)?;
+    let ckpt = train::<B>(&cfg, model, teacher, &inputs, a.run.resume, stop, device)?;
     println!("{}", ckpt.display());
     Ok(())
 }

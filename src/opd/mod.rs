@@ -7,7 +7,9 @@
 //!                its importance-sampling / PPO loss, through the RL policy loss
 //! gjsd.rs        TRL GKD's generalized JSD over the full vocabulary (beta, temperature): values,
 //!                gradients, and the tensor form training differentiates
-//! teacher.rs     refusing a teacher with another tokenizer or vocabulary
+//! teacher.rs     the teacher: a checkpoint in-process or an endpoint's prompt_logprobs; refusing
+//!                one with another tokenizer or vocabulary
+//! mix.rs         a step's prompts: general ones, and a seeded share of domain ones
 //! sample.rs      the student's batched samples with the sampler's log-probs, as training views
 //! update.rs      the full-vocabulary update (the sampled-token one is the RL update)
 //! trainer.rs     the loop: sample → teacher scores → update; metrics, IFEval-lite, checkpoints
@@ -16,6 +18,7 @@
 
 pub mod cli;
 pub mod gjsd;
+pub mod mix;
 pub mod reverse_kl;
 pub mod sample;
 pub mod teacher;

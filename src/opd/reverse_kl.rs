@@ -52,8 +52,31 @@ impl ReverseKlConfig {
     }
 }
 
+impl ReverseKlConfig {
+    /// The advantage's settings alone.
+    pub fn penalty(&self) -> KlPenalty {
+        KlPenalty {
+            kl_penalty_coef: self.kl_penalty_coef,
+            kl_discount_factor: self.kl_discount_factor,
+        }
+    }
+}
+
+/// The reverse-KL advantage's settings (tinker's names), shared by `opd` and the OPD term of
+/// `grpo-train`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KlPenalty {
+    pub kl_penalty_coef: f64,
+    pub kl_discount_factor: f64,
+}
+
 /// `A_t = Σ_{i≥t} γ^{i−t} · (−λ·(sampler_i − teacher_i))` for one completion (γ = 0: `−λ·k1_t`).
 pub fn reverse_kl_advantages(sampler: &[f64], teacher: &[f64], cfg: &ReverseKlConfig) -> Vec<f64> {
+    kl_penalty_advantages(sampler, teacher, &cfg.penalty())
+}
+
+/// [`reverse_kl_advantages`] from the penalty's settings alone.
+pub fn kl_penalty_advantages(sampler: &[f64], teacher: &[f64], cfg: &KlPenalty) -> Vec<f64> {
     assert_eq!(sampler.len(), teacher.len(), "teacher log-probs per token");
     let mut out = vec![0.0; sampler.len()];
     let mut running = 0.0;

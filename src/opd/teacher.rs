@@ -1,12 +1,21 @@
-//! The teacher: the pre-SFT base checkpoint, loaded in-process, which scores the student's sampled
-//! tokens. OPD compares the two models token id by token id, so a teacher with another tokenizer or
-//! vocabulary would score different text under the same ids: refused before anything runs.
+//! The teacher, which scores the student's sampled tokens: the pre-SFT base checkpoint loaded
+//! in-process, or any OpenAI-compatible server returning vLLM's `prompt_logprobs` (our `serve`, vLLM,
+//! SGLang), so the teacher can be a model too large for the trainer's machine. OPD compares the two
+//! models token id by token id, so a teacher with another tokenizer or vocabulary would score
+//! different text under the same ids: refused (a checkpoint before anything runs, an endpoint on its
+//! first answer).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Result};
+use burn::tensor::backend::AutodiffBackend;
+use tokenizers::Tokenizer;
 
 use crate::model::config::ModelConfig;
+use crate::model::CausalLm;
+use crate::policy::prompt_logprobs::{PromptLogprobsClient, PromptLogprobsConfig, ScoredToken};
+use crate::train::view::TrainingView;
 
 /// Fails unless the student's and the teacher's directories share one tokenizer (the same
 /// token ↔ id map) and one vocabulary size, naming the first difference.
@@ -60,4 +69,112 @@ pub fn check_compatible(student: &Path, teacher: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Where the teacher's log-probabilities come from.
+pub enum Teacher<B: AutodiffBackend> {
+    /// A checkpoint loaded in-process: both losses (the full-vocabulary one needs its logits).
+    Model(CausalLm<B>),
+    /// An OpenAI-compatible server with vLLM's `prompt_logprobs`: the log-probability of each sampled
+    /// token is all the reverse-KL advantage needs.
+    Endpoint(EndpointTeacher),
+}
+
+impl<B: AutodiffBackend> From<CausalLm<B>> for Teacher<B> {
+    fn from(model: CausalLm<B>) -> Self {
+        Teacher::Model(model)
+    }
+}
+
+impl<B: AutodiffBackend> From<EndpointTeacher> for Teacher<B> {
+    fn from(endpoint: EndpointTeacher) -> Self {
+        Teacher::Endpoint(endpoint)
+    }
+}
+
+/// A teacher behind `/v1/completions` with `prompt_logprobs`: every view (prompt + sampled tokens) is
+/// sent as token ids and the teacher's log-probability of each trained token read back.
+pub struct EndpointTeacher {
+    client: PromptLogprobsClient,
+    /// The student's tokenizer, to notice a server that decodes our ids to other text.
+    tokenizer: Tokenizer,
+    checked: AtomicBool,
+}
+
+impl EndpointTeacher {
+    pub fn new(cfg: PromptLogprobsConfig, tokenizer: Tokenizer) -> Self {
+        EndpointTeacher {
+            client: PromptLogprobsClient::new(cfg),
+            tokenizer,
+            checked: AtomicBool::new(false),
+        }
+    }
+
+    pub fn endpoint(&self) -> &str {
+        self.client.endpoint()
+    }
+
+    /// The teacher's log-probability of every view's trained tokens, in score order (the order
+    /// [`crate::rl::update::logprobs`] returns them in). The first answer is checked against the
+    /// student's tokenizer.
+    pub fn logprobs(&self, views: &[TrainingView]) -> Result<Vec<Vec<f64>>> {
+        let prompts: Vec<Vec<u32>> = views.iter().map(|v| v.tokens.clone()).collect();
+        let scored = self.client.score_all(&prompts)?;
+        if let (false, Some(first), Some(view)) = (
+            self.checked.load(Ordering::Relaxed),
+            scored.first(),
+            views.first(),
+        ) {
+            self.check_tokenizer(&view.tokens, first)?;
+            self.checked.store(true, Ordering::Relaxed);
+        }
+        views
+            .iter()
+            .zip(&scored)
+            .map(|(v, s)| {
+                anyhow::ensure!(
+                    v.loss_mask.first() != Some(&1),
+                    "{}: the first token of a view cannot be scored",
+                    v.id
+                );
+                // Entry t − 1 is the log-probability of token t given tokens < t.
+                Ok((1..v.len())
+                    .filter(|&t| v.loss_mask[t] == 1)
+                    .map(|t| s[t - 1].logprob)
+                    .collect())
+            })
+            .collect()
+    }
+
+    /// Refuses a server whose tokenizer maps our ids to other tokens: OPD compares the two models
+    /// token id by token id. A server's `decoded_token` may be the decoded text (ours, vLLM's
+    /// decode) or the raw vocabulary entry (`Ġthe`), so either counts as the same; pieces that are
+    /// partial UTF-8 (decoded as U+FFFD) are not compared.
+    fn check_tokenizer(&self, ids: &[u32], scored: &[ScoredToken]) -> Result<()> {
+        let mut compared = 0;
+        let mut differing = Vec::new();
+        for (id, s) in ids[1..].iter().zip(scored) {
+            let Some(theirs) = &s.decoded else { continue };
+            let text = self.tokenizer.decode(&[*id], false).unwrap_or_default();
+            if text.contains('\u{FFFD}') || theirs.contains('\u{FFFD}') {
+                continue;
+            }
+            compared += 1;
+            let raw = self.tokenizer.id_to_token(*id);
+            if &text != theirs && raw.as_ref() != Some(theirs) {
+                differing.push((*id, text, theirs.clone()));
+            }
+        }
+        if let Some((id, ours, theirs)) = differing.first() {
+            bail!(
+                "the teacher at {} has another tokenizer: {} of {compared} of the student's tokens \
+                 decode to other text (first: id {id} is {ours:?} for the student, {theirs:?} for the \
+                 teacher); OPD scores the student's token ids under the teacher, so both must use \
+                 one tokenizer",
+                self.endpoint(),
+                differing.len()
+            );
+        }
+        Ok(())
+    }
 }

@@ -3,12 +3,14 @@
 //!
 //! One step:
 //! 1. **Sampling** ([`super::sample`]): `prompts_per_step` prompts from an epoch-wise shuffle (the
-//!    RL trainer's draws), `num_generations` completions each from the current weights, all decoded
+//!    RL trainer's draws; a seeded `domain_share` of them domain prompts, [`super::mix`]),
+//!    `num_generations` completions each from the current weights, all decoded
 //!    together, the sampler's log-probabilities recorded. A prompt that does not fit the context with
 //!    `max_new_tokens` is counted and skipped. With GKD's `lmbda` < 1, a step is on-policy with
 //!    probability `lmbda` and otherwise trains on the prompts' own answers (supervised JSD).
-//! 2. **Teacher scoring**: the teacher's log-probability of every sampled token (and, for the
-//!    generalized JSD, its full distribution inside the update).
+//! 2. **Teacher scoring**: the teacher's log-probability of every sampled token — in-process, or
+//!    from an endpoint's `prompt_logprobs` ([`super::teacher`]) — and, for the generalized JSD, its
+//!    full distribution inside the update (in-process only).
 //! 3. **Update**: `reverse_kl` — per-token advantages `−λ(log q − log π_T)` through the RL update
 //!    (importance-sampling or PPO ratio against q, [`super::reverse_kl`]); `gjsd` — the
 //!    full-vocabulary divergence ([`super::update`]). Only sampled tokens carry loss.
@@ -27,8 +29,10 @@ use burn::tensor::backend::AutodiffBackend;
 use serde_json::{json, Value};
 
 use super::gjsd::GjsdConfig;
+use super::mix::step_prompts;
 use super::reverse_kl::{reverse_kl_advantages, ReverseKlConfig};
 use super::sample::{completion_view, prompt_ids, sample, Samples};
+use super::teacher::Teacher;
 use super::update::{gjsd_update, GjsdUpdate};
 use crate::general::answer::answer;
 use crate::general::score::{ifeval_lite, IfevalLite};
@@ -36,7 +40,6 @@ use crate::judge::ifeval::InputExample;
 use crate::model::generation::generate::TextGenerator;
 use crate::model::generation::sampling::SamplingParams;
 use crate::model::CausalLm;
-use crate::rl::rollout::draws;
 use crate::rl::update::{logprobs, spans_of, update, Batch, UpdateConfig};
 use crate::rng::Rng;
 use crate::train::checkpoint;
@@ -73,6 +76,8 @@ pub struct OpdConfig {
     pub save_steps: usize,
     /// IFEval-lite every this many steps (and before the first); 0 = never.
     pub eval_steps: usize,
+    /// Share of a step's prompts drawn from the domain prompts instead of the general ones.
+    pub domain_share: f64,
 }
 
 /// One prompt: an id, the conversation up to the assistant's turn, and its own answer (for GKD's
@@ -86,7 +91,10 @@ pub struct Prompt {
 
 /// What a run reads and writes.
 pub struct RunInputs<'a> {
+    /// General prompts.
     pub prompts: &'a [Prompt],
+    /// Domain (live-room) prompts, drawn for `domain_share` of the slots.
+    pub domain: &'a [Prompt],
     /// Held-out IFEval rows for IFEval-lite at eval steps.
     pub eval: &'a [InputExample],
     pub tokenizer_dir: &'a Path,
@@ -97,7 +105,7 @@ pub struct RunInputs<'a> {
 pub fn train<B: AutodiffBackend>(
     cfg: &OpdConfig,
     model: CausalLm<B>,
-    teacher: CausalLm<B>,
+    teacher: impl Into<Teacher<B>>,
     inputs: &RunInputs<'_>,
     resume: bool,
     stop: &AtomicBool,
@@ -117,6 +125,26 @@ pub fn train<B: AutodiffBackend>(
             cfg.temperature
         );
     }
+    let teacher = teacher.into();
+    if let (OpdLoss::Gjsd { .. }, Teacher::Endpoint(e)) = (&cfg.loss, &teacher) {
+        anyhow::bail!(
+            "--loss gjsd needs the teacher's whole distribution at every position, and the teacher at \
+             {} returns only prompt_logprobs (the sampled tokens' log-probs, at most top-k); no \
+             top-k approximation of the JSD is built. Use --loss reverse_kl with an endpoint teacher, \
+             or --teacher DIR in-process for gjsd",
+            e.endpoint()
+        );
+    }
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&cfg.domain_share),
+        "domain_share must be in [0, 1], got {}",
+        cfg.domain_share
+    );
+    anyhow::ensure!(
+        cfg.domain_share == 0.0 || !inputs.domain.is_empty(),
+        "a domain share of {} needs domain prompts",
+        cfg.domain_share
+    );
     if !resume {
         checkpoint::ensure_none(inputs.out)?;
     }
@@ -125,8 +153,15 @@ pub fn train<B: AutodiffBackend>(
     let mut opt = AdamW::<B::InnerBackend>::new(cfg.adamw);
     let (mut model, mut state) =
         checkpoint::resume_or_start(inputs.out, resume, model, &mut opt, cfg.seed, device)?;
-    let teacher = teacher.no_grad();
-    let teacher_inner = teacher.valid();
+    // The in-process teacher runs without gradients: on the inner backend to score, on the autodiff
+    // one (detached) inside the full-vocabulary update.
+    let teacher = match teacher {
+        Teacher::Model(m) => {
+            let m = m.no_grad();
+            Scorer::Model(m.valid(), m)
+        }
+        Teacher::Endpoint(e) => Scorer::Endpoint(e),
+    };
     let aux_coef = model.config.router_aux_loss_coef;
     let mut generator = TextGenerator::new(
         model.valid(),
@@ -142,6 +177,12 @@ pub fn train<B: AutodiffBackend>(
         .unwrap_or(0);
     let metrics_path = inputs.out.join("metrics.jsonl");
     let mut log = metrics::Log::open(&metrics_path, state.metrics_lines)?;
+    let saves = checkpoint::Schedule {
+        out: inputs.out,
+        tokenizer_dir: inputs.tokenizer_dir,
+        save_steps: cfg.save_steps,
+        max_steps: cfg.max_steps,
+    };
     let eval_now = |generator: &TextGenerator<B::InnerBackend>| -> Result<Option<IfevalLite>> {
         if cfg.eval_steps == 0 || inputs.eval.is_empty() {
             return Ok(None);
@@ -167,16 +208,18 @@ pub fn train<B: AutodiffBackend>(
         }
         let step = state.step;
         generator.model = model.valid();
-        let picks: Vec<&Prompt> = draws(
+        let picks: Vec<&Prompt> = step_prompts(
+            inputs.prompts,
+            inputs.domain,
+            cfg.domain_share,
             cfg.seed,
             step,
             cfg.prompts_per_step,
-            inputs.prompts.len(),
-            1,
-        )
-        .into_iter()
-        .map(|(i, _)| &inputs.prompts[i])
-        .collect();
+        );
+        let domain_picks = picks
+            .iter()
+            .filter(|p| inputs.domain.iter().any(|d| std::ptr::eq(d, **p)))
+            .count();
         let on_policy = match cfg.loss {
             OpdLoss::Gjsd { lmbda, .. } => {
                 Rng::derive(cfg.seed, &format!("lmbda/{step}")).unit() < lmbda
@@ -212,7 +255,10 @@ pub fn train<B: AutodiffBackend>(
         let sampled: usize = views.iter().map(|v| v.trained_tokens()).sum();
 
         let clock = Instant::now();
-        let (teacher_lp, _) = logprobs(&teacher_inner, views, pad, cfg.batch_tokens, device)?;
+        let teacher_lp = match &teacher {
+            Scorer::Model(inner, _) => logprobs(inner, views, pad, cfg.batch_tokens, device)?.0,
+            Scorer::Endpoint(e) => e.logprobs(views)?,
+        };
         let teacher_s = clock.elapsed().as_secs_f64();
         let (student_lp, entropy) = logprobs(&model.valid(), views, pad, cfg.batch_tokens, device)?;
         // The sampler's log q where there is one (on-policy), else the student's teacher-forced ones.
@@ -276,7 +322,10 @@ pub fn train<B: AutodiffBackend>(
                     aux_coef,
                     pad,
                 };
-                gjsd_update(model, &teacher, &mut opt, views, &settings, device)?
+                let Scorer::Model(_, teacher) = &teacher else {
+                    unreachable!("an endpoint teacher with gjsd is refused before the loop")
+                };
+                gjsd_update(model, teacher, &mut opt, views, &settings, device)?
             }
         };
         model = updated;
@@ -305,6 +354,7 @@ pub fn train<B: AutodiffBackend>(
                 json!(samples.clipped as f64 / views.len() as f64),
             ),
             ("prompts/too_long", json!(samples.too_long)),
+            ("prompts/domain", json!(domain_picks)),
             ("time/sampling_s", json!(sampling_s)),
             ("time/teacher_s", json!(teacher_s)),
             ("time/update_s", json!(update_s)),
@@ -327,23 +377,10 @@ pub fn train<B: AutodiffBackend>(
             "reverse KL {}",
             reverse_kl.map_or("-".into(), |x| format!("{x:.3}"))
         ));
-        if state.step < cfg.max_steps && cfg.save_steps > 0 && state.step % cfg.save_steps == 0 {
-            state.metrics_lines = log.lines();
-            checkpoint::save(
-                &inputs.out.join(checkpoint::dir_name(state.step)),
-                &model,
-                inputs.tokenizer_dir,
-                &opt,
-                &state,
-            )?;
-        }
+        saves.after_step(&model, &opt, &mut state, &log)?;
     }
     pb.finish_and_clear();
-    state.metrics_lines = log.lines();
-    let ckpt = inputs.out.join(checkpoint::dir_name(state.step));
-    if !ckpt.exists() {
-        checkpoint::save(&ckpt, &model, inputs.tokenizer_dir, &opt, &state)?;
-    }
+    let ckpt = saves.last(&model, &opt, &mut state, &log)?;
     metrics::plot(
         &metrics_path,
         &inputs.out.join("opd.svg"),
@@ -355,6 +392,13 @@ pub fn train<B: AutodiffBackend>(
         ],
     )?;
     Ok(ckpt)
+}
+
+/// The teacher as the loop uses it.
+enum Scorer<B: AutodiffBackend> {
+    /// The model on the inner backend (scoring) and on the autodiff one (the JSD update).
+    Model(CausalLm<B::InnerBackend>, CausalLm<B>),
+    Endpoint(super::teacher::EndpointTeacher),
 }
 
 /// GKD's off-policy step: the prompts' own answers as completions (a prompt without one is skipped).

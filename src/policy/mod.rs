@@ -6,6 +6,7 @@ pub mod local;
 pub mod noise;
 pub mod openai;
 pub mod oracle;
+pub mod prompt_logprobs;
 pub mod reading;
 
 use anyhow::Result;

@@ -106,43 +106,57 @@ impl OpenAi {
     }
 
     fn post(&self, body: &str) -> Result<String> {
-        let mut last = None;
-        for attempt in 0..=self.cfg.retries {
-            if attempt > 0 {
-                std::thread::sleep(Duration::from_millis(500 << (attempt - 1).min(4)));
-            }
-            let mut req = self
-                .http
-                .post(&self.endpoint)
-                .set("Content-Type", "application/json");
-            if let Some(key) = &self.cfg.api_key {
-                req = req.set("Authorization", &format!("Bearer {key}"));
-            }
-            match req.send_string(body) {
-                Ok(resp) => return resp.into_string().context("reading the response body"),
-                Err(ureq::Error::Status(code, resp)) if code == 429 || code >= 500 => {
-                    last = Some(format!(
-                        "HTTP {code}: {}",
-                        resp.into_string().unwrap_or_default()
-                    ));
-                }
-                Err(ureq::Error::Status(code, resp)) => {
-                    bail!(
-                        "{} answered HTTP {code}: {}",
-                        self.endpoint,
-                        resp.into_string().unwrap_or_default()
-                    )
-                }
-                Err(e) => last = Some(e.to_string()),
-            }
-        }
-        bail!(
-            "{} failed after {} attempts: {}",
-            self.endpoint,
-            self.cfg.retries + 1,
-            last.unwrap_or_default()
+        post_json(
+            &self.http,
+            &self.endpoint,
+            self.cfg.api_key.as_deref(),
+            self.cfg.retries,
+            body,
         )
     }
+}
+
+/// POSTs a JSON `body` to `endpoint`, retrying transport errors, 429 and 5xx `retries` times with
+/// doubling backoff (a busy or restarting server recovers; a 4xx will not, so it fails at once).
+/// Errors name the endpoint and the last status.
+pub fn post_json(
+    http: &ureq::Agent,
+    endpoint: &str,
+    api_key: Option<&str>,
+    retries: u32,
+    body: &str,
+) -> Result<String> {
+    let mut last = None;
+    for attempt in 0..=retries {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_millis(500 << (attempt - 1).min(4)));
+        }
+        let mut req = http.post(endpoint).set("Content-Type", "application/json");
+        if let Some(key) = api_key {
+            req = req.set("Authorization", &format!("Bearer {key}"));
+        }
+        match req.send_string(body) {
+            Ok(resp) => return resp.into_string().context("reading the response body"),
+            Err(ureq::Error::Status(code, resp)) if code == 429 || code >= 500 => {
+                last = Some(format!(
+                    "HTTP {code}: {}",
+                    resp.into_string().unwrap_or_default()
+                ));
+            }
+            Err(ureq::Error::Status(code, resp)) => {
+                bail!(
+                    "{endpoint} answered HTTP {code}: {}",
+                    resp.into_string().unwrap_or_default()
+                )
+            }
+            Err(e) => last = Some(e.to_string()),
+        }
+    }
+    bail!(
+        "{endpoint} failed after {} attempts: {}",
+        retries + 1,
+        last.unwrap_or_default()
+    )
 }
 
 /// The assistant message of a chat-completions response.

@@ -15,12 +15,14 @@ use super::trainer::{train, GrpoConfig, RunInputs, REPLY_REWARDS, TOOL_REWARDS};
 use crate::agent::{Agent, SimEnv};
 use crate::hsa::variant::load_harness;
 use crate::model::CausalLm;
+use crate::opd::reverse_kl::KlPenalty;
+use crate::opd::teacher::check_compatible;
 use crate::record::Trajectory;
 use crate::sim::cli::CatalogSource;
 use crate::sim::faults::FaultPlan;
-use crate::train::checkpoint;
 use crate::train::heap;
 use crate::train::optim::AdamWConfig;
+use crate::train::run_args::RunArgs;
 use crate::train::view::ViewBuilder;
 
 #[derive(Debug, Args)]
@@ -41,10 +43,8 @@ pub struct GrpoArgs {
     /// Tool faults injected while playing (`hat sim rollout --faults` syntax).
     #[arg(long, default_value = "")]
     pub faults: FaultPlan,
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    #[arg(long, default_value_t = 50)]
-    pub max_steps: usize,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// G: episodes per task, the group its advantages are relative to.
     #[arg(long, default_value_t = 4)]
     pub num_generations: usize,
@@ -53,12 +53,6 @@ pub struct GrpoArgs {
     /// μ: optimizer steps on each step's episodes (ratios move off 1 from the second on).
     #[arg(long, default_value_t = 1)]
     pub num_iterations: usize,
-    #[arg(long, default_value_t = 1e-4)]
-    pub learning_rate: f64,
-    #[arg(long, default_value_t = 0)]
-    pub warmup_steps: usize,
-    #[arg(long, default_value_t = 1.0)]
-    pub max_grad_norm: f64,
     /// Lower clip ε (default 0.2; 3e-4 with a sequence-level ratio, as GSPO).
     #[arg(long)]
     pub epsilon: Option<f64>,
@@ -75,6 +69,17 @@ pub struct GrpoArgs {
     /// Reference policy for the KL term (default: `--model`).
     #[arg(long, value_name = "DIR")]
     pub ref_model: Option<PathBuf>,
+    /// OPD term: a teacher checkpoint (e.g. the pre-SFT base) whose per-token reverse KL
+    /// `−kl_penalty_coef·(log π_old − log π_teacher)` is added to the advantage of every token the
+    /// policy generated (as `opd`'s). Must share the policy's tokenizer. Off without it.
+    #[arg(long, value_name = "DIR")]
+    pub teacher: Option<PathBuf>,
+    /// λ of the OPD term (with --teacher; 0 = off).
+    #[arg(long, default_value_t = 1.0)]
+    pub kl_penalty_coef: f64,
+    /// γ: discount of the future reverse KL summed into each token's OPD term (0 = per token).
+    #[arg(long, default_value_t = 0.0)]
+    pub kl_discount_factor: f64,
     #[arg(long, value_enum, default_value = "sum_then_normalize")]
     pub multi_objective_aggregation: Aggregation,
     #[arg(long, value_enum, default_value = "group")]
@@ -86,22 +91,9 @@ pub struct GrpoArgs {
     /// Longest reply, in tokens (also `dr_grpo`'s normaliser).
     #[arg(long, default_value_t = 160)]
     pub max_completion_length: usize,
-    /// Tokens a micro-batch computes at most.
-    #[arg(long, default_value_t = 8192)]
-    pub batch_tokens: usize,
-    #[arg(long, default_value_t = 10)]
-    pub save_steps: usize,
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
     /// Episodes run at once (generation itself takes the model in turns).
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
-    /// Continue from the newest checkpoint in --out.
-    #[arg(long)]
-    pub resume: bool,
-    /// Delete the checkpoints in --out first.
-    #[arg(long)]
-    pub overwrite_output_dir: bool,
 }
 
 /// `weights` over `names` from `NAME=W,…` (other names in the spec belong to the other kind).
@@ -161,13 +153,13 @@ impl GrpoArgs {
             );
         }
         Ok(GrpoConfig {
-            max_steps: self.max_steps,
-            learning_rate: self.learning_rate,
-            warmup_steps: self.warmup_steps,
+            max_steps: self.run.max_steps,
+            learning_rate: self.run.learning_rate,
+            warmup_steps: self.run.warmup_steps,
             adamw: AdamWConfig::default(),
-            max_grad_norm: self.max_grad_norm,
-            seed: self.seed,
-            batch_tokens: self.batch_tokens,
+            max_grad_norm: self.run.max_grad_norm,
+            seed: self.run.seed,
+            batch_tokens: self.run.batch_tokens,
             num_generations: self.num_generations,
             tasks_per_step: self.tasks_per_step,
             num_iterations: self.num_iterations.max(1),
@@ -181,8 +173,12 @@ impl GrpoArgs {
                 beta: self.beta,
                 max_completion_length: self.max_completion_length,
             },
-            save_steps: self.save_steps,
+            save_steps: self.run.save_steps,
             router_aux_loss_coef: None,
+            kl_penalty: KlPenalty {
+                kl_penalty_coef: self.kl_penalty_coef,
+                kl_discount_factor: self.kl_discount_factor,
+            },
         })
     }
 }
@@ -193,11 +189,7 @@ where
     crate::model::generation::generate::TextGenerator<B::InnerBackend>: Send,
 {
     let cfg = a.config()?;
-    if a.overwrite_output_dir {
-        checkpoint::remove_all(&a.out)?;
-    } else if !a.resume {
-        checkpoint::ensure_none(&a.out)?;
-    }
+    a.run.prepare_out()?;
     let tasks: Vec<Trajectory> = crate::jsonl::read_all(&a.tasks)?;
     let agents = a
         .harnesses
@@ -211,7 +203,7 @@ where
     let env = SimEnv {
         catalog: &catalog,
         faults: &a.faults,
-        seed: a.seed,
+        seed: a.run.seed,
     };
     let views = ViewBuilder::from_dir(&a.model)?;
     let model: CausalLm<B> = CausalLm::load(&a.model, device)?;
@@ -224,16 +216,32 @@ where
     } else {
         None
     };
+    let teacher = match &a.teacher {
+        Some(dir) => {
+            check_compatible(&a.model, dir)?;
+            Some(CausalLm::<B::InnerBackend>::load(dir, device)?)
+        }
+        None => None,
+    };
     let inputs = RunInputs {
         tasks: &tasks,
         agents: &agents,
         env: &env,
         views: &views,
         tokenizer_dir: Path::new(&a.model),
-        out: &a.out,
+        out: &a.run.out,
         concurrency: a.concurrency,
     };
-    let ckpt = train::<B>(&cfg, model, reference, &inputs, a.resume, stop, device)?;
+    let ckpt = train::<B>(
+        &cfg,
+        model,
+        reference,
+        teacher,
+        &inputs,
+        a.run.resume,
+        stop,
+        device,
+    )?;
     println!("{}", ckpt.display());
     Ok(())
 }

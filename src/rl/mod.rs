@@ -6,12 +6,14 @@
 //! policy_loss.rs  token / sequence (GSPO) ratios, clipping, loss types, k3 KL: values and ∂L/∂logp
 //! rollout.rs      which tasks and harnesses a step plays; G episodes per task, judged
 //! update.rs       policy turns as spans of a view; μ optimizer steps of the NLL weighted by −∂L/∂logp
+//! opd_term.rs     the optional per-token OPD term (reverse KL to a teacher) added to the advantages
 //! trainer.rs      the loop: rollout → judge → advantages per turn kind → update; metrics, checkpoints
 //! cli.rs          `grpo-train` flags
 //! ```
 
 pub mod advantage;
 pub mod cli;
+pub mod opd_term;
 pub mod policy_loss;
 pub mod rollout;
 pub mod trainer;

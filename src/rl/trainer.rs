@@ -15,6 +15,9 @@
 //!    gradient of the clipped surrogate itself. Only tokens the policy generated carry loss: the views'
 //!    loss mask leaves out system text, viewer turns, tool results and hook feedback.
 //!
+//! With a teacher and `kl_penalty_coef` λ > 0, each policy token's advantage also gets the OPD term
+//! `−λ(log π_old − log π_T)` ([`super::opd_term`]).
+//!
 //! `old` is recomputed by the trainer on the re-rendered episode rather than taken from the sampler:
 //! with one process and one set of weights they are the same distribution, and the view's tokens are
 //! the ones the gradient needs. (A rollout engine apart from the trainer would need the sampler's
@@ -30,6 +33,7 @@ use burn::tensor::backend::AutodiffBackend;
 use serde_json::{json, Value};
 
 use super::advantage::{advantages, AdvantageConfig, Advantages};
+use super::opd_term::opd_term;
 use super::policy_loss::PolicyLossConfig;
 use super::rollout::{draws, play_groups, Group};
 use super::update::{logprobs, spans_of, update, Batch, UpdateConfig};
@@ -37,6 +41,7 @@ use crate::agent::{Agent, SimEnv};
 use crate::eval::rollout::right_tool;
 use crate::jsonl::JsonlWriter;
 use crate::model::CausalLm;
+use crate::opd::reverse_kl::KlPenalty;
 use crate::policy::local::LocalPolicy;
 use crate::record::{Scores, Trajectory};
 use crate::train::checkpoint;
@@ -83,6 +88,8 @@ pub struct GrpoConfig {
     pub loss: PolicyLossConfig,
     pub save_steps: usize,
     pub router_aux_loss_coef: Option<f64>,
+    /// The OPD term against the teacher (`kl_penalty_coef` 0 or no teacher = off).
+    pub kl_penalty: KlPenalty,
 }
 
 /// What a run reads and writes.
@@ -113,11 +120,14 @@ fn group_advantages(groups: &[Group], names: &[&str], cfg: &AdvantageConfig) -> 
     advantages(&rows, &ids, cfg)
 }
 
-/// Runs GRPO from `model` (or, with `resume`, the newest checkpoint in `inputs.out`).
+/// Runs GRPO from `model` (or, with `resume`, the newest checkpoint in `inputs.out`); `reference` is
+/// the KL term's (`beta`), `teacher` the OPD term's (`kl_penalty`).
+#[allow(clippy::too_many_arguments)]
 pub fn train<B: AutodiffBackend>(
     cfg: &GrpoConfig,
     model: CausalLm<B>,
     reference: Option<CausalLm<B::InnerBackend>>,
+    teacher: Option<CausalLm<B::InnerBackend>>,
     inputs: &RunInputs<'_>,
     resume: bool,
     stop: &AtomicBool,
@@ -154,6 +164,12 @@ where
         .unwrap_or(inputs.views.end_of_turn());
     let metrics_path = inputs.out.join("metrics.jsonl");
     let mut log = metrics::Log::open(&metrics_path, state.metrics_lines)?;
+    let saves = checkpoint::Schedule {
+        out: inputs.out,
+        tokenizer_dir: inputs.tokenizer_dir,
+        save_steps: cfg.save_steps,
+        max_steps: cfg.max_steps,
+    };
     let rollouts = inputs.out.join("rollouts");
     std::fs::create_dir_all(&rollouts)
         .with_context(|| format!("creating {}", rollouts.display()))?;
@@ -237,6 +253,12 @@ where
             .map(|r| logprobs(r, &views, pad, cfg.batch_tokens, device))
             .transpose()?
             .map(|(lp, _)| lp);
+        let opd = teacher
+            .as_ref()
+            .filter(|_| cfg.kl_penalty.kl_penalty_coef != 0.0)
+            .map(|t| logprobs(t, &views, pad, cfg.batch_tokens, device))
+            .transpose()?
+            .map(|(teacher_lp, _)| opd_term(&old, &teacher_lp, &cfg.kl_penalty));
         let scoring_s = clock.elapsed().as_secs_f64();
 
         let clock = Instant::now();
@@ -246,7 +268,7 @@ where
             spans: &spans,
             old: &old,
             reference: reference_lp.as_deref(),
-            token_advantages: None,
+            token_advantages: opd.as_ref().map(|(term, _)| term.as_slice()),
         };
         let settings = UpdateConfig {
             loss: &cfg.loss,
@@ -301,6 +323,11 @@ where
             })
             .collect();
         obj.insert("reward".into(), json!(mean(&total)));
+        if let Some((term, reverse_kl)) = &opd {
+            obj.insert("opd/reverse_kl".into(), json!(reverse_kl));
+            let flat: Vec<f64> = term.iter().flatten().copied().collect();
+            obj.insert("opd/advantage_mean".into(), json!(mean(&flat)));
+        }
         log.write(&record)?;
         // One file per step: a resumed run rewrites the steps it replays instead of appending twice.
         let mut w = JsonlWriter::create(
@@ -318,23 +345,10 @@ where
             fmt(&record["reward"]),
             fmt(&record["right_tool"])
         ));
-        if state.step < cfg.max_steps && cfg.save_steps > 0 && state.step % cfg.save_steps == 0 {
-            state.metrics_lines = log.lines();
-            checkpoint::save(
-                &inputs.out.join(checkpoint::dir_name(state.step)),
-                &model,
-                inputs.tokenizer_dir,
-                &opt,
-                &state,
-            )?;
-        }
+        saves.after_step(&model, &opt, &mut state, &log)?;
     }
     pb.finish_and_clear();
-    state.metrics_lines = log.lines();
-    let ckpt = inputs.out.join(checkpoint::dir_name(state.step));
-    if !ckpt.exists() {
-        checkpoint::save(&ckpt, &model, inputs.tokenizer_dir, &opt, &state)?;
-    }
+    let ckpt = saves.last(&model, &opt, &mut state, &log)?;
     metrics::plot(
         &metrics_path,
         &inputs.out.join("reward.svg"),

@@ -48,18 +48,7 @@ async fn handle(
 ) -> Result<Response, ApiError> {
     let body = body.map_err(|e| ApiError::new(e.status(), e.body_text()))?;
     let req = parse_chat(&body, app.default_max_tokens)?;
-    if let Some(m) = &req.model {
-        if m != &app.model_name {
-            return Err(ApiError {
-                status: StatusCode::NOT_FOUND,
-                message: format!(
-                    "the model `{m}` does not exist; this server serves `{}`",
-                    app.model_name
-                ),
-                param: Some("model".into()),
-            });
-        }
-    }
+    check_model(app, req.model.as_deref())?;
     let prompt = render_prompt(app, &req)?;
     let rx = submit(app, prompt, &req)?;
     let deadline = started + app.timeout;
@@ -69,6 +58,21 @@ async fn handle(
     } else {
         let out = collect(app, rx, started, deadline).await?;
         Ok(Json(completion_json(app, &req, &id, out)).into_response())
+    }
+}
+
+/// 404 when the request names a model other than the one served.
+pub fn check_model(app: &App, model: Option<&str>) -> Result<(), ApiError> {
+    match model {
+        Some(m) if m != app.model_name => Err(ApiError {
+            status: StatusCode::NOT_FOUND,
+            message: format!(
+                "the model `{m}` does not exist; this server serves `{}`",
+                app.model_name
+            ),
+            param: Some("model".into()),
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -135,11 +139,23 @@ pub fn submit(
     .map_err(|e| ApiError::field("tool_choice", e))?;
     let mut params = req.params.clone();
     params.stop_token_ids.extend(&app.stop_token_ids);
+    enqueue(app, prompt, params, req.top_logprobs, guide)
+}
+
+/// Queues a generation of already-checked settings; the receiver yields its events. A full queue is
+/// 429 (the client may retry), a stopping engine 503.
+pub fn enqueue(
+    app: &App,
+    prompt: Vec<u32>,
+    params: crate::model::generation::sampling::SamplingParams,
+    top_logprobs: usize,
+    guide: Option<Guide>,
+) -> Result<UnboundedReceiver<Event>, ApiError> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let gen = GenRequest {
         prompt,
         params,
-        top_logprobs: req.top_logprobs,
+        top_logprobs,
         guide,
         events: tx,
     };

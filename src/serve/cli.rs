@@ -12,6 +12,7 @@ use clap::Parser;
 
 use super::engine::EngineConfig;
 use super::model::BurnModel;
+use super::prompt_logprobs::ModelScorer;
 use super::server::{self, HttpLimits};
 use super::{agent, build_app, AppOptions};
 use crate::chat::{ChatTemplate, ToolCallFormat};
@@ -158,6 +159,7 @@ fn run(args: ServeArgs) -> Result<()> {
         None => None,
     };
     let agent_on = agent.is_some();
+    let scorer = ModelScorer::<Backend>::new(model.model.clone(), Default::default());
     let (app, engine) = build_app(
         model.with_prefix_cache(args.prefix_cache_entries),
         tokenizer,
@@ -165,6 +167,7 @@ fn run(args: ServeArgs) -> Result<()> {
         &options,
         agent,
     );
+    let _ = app.scorer.set(std::sync::Arc::new(scorer));
     let addr: SocketAddr = format!("{}:{}", args.host, args.port)
         .parse()
         .with_context(|| format!("bad --host/--port {}:{}", args.host, args.port))?;

@@ -4,11 +4,13 @@
 //! Layout: [`engine`] (the batching loop that owns the model) · [`model`] (the burn model as an engine
 //! step) · [`detok`] (text deltas and stop strings) · [`guide`] (schema-guided forced tool calls) ·
 //! [`protocol`] (request parsing) · [`chat`] and [`stream`] (the chat endpoint and its SSE chunks) ·
+//! [`completions`] (legacy completions with vLLM's `prompt_logprobs`, scored by [`prompt_logprobs`]) ·
 //! [`agent`] · [`server`] (routes, auth, limits, shutdown) · [`metrics`] · [`error`] · [`cli`].
 
 pub mod agent;
 pub mod chat;
 pub mod cli;
+pub mod completions;
 pub mod detok;
 pub mod engine;
 pub mod error;
@@ -16,6 +18,7 @@ pub mod guide;
 pub mod metrics;
 pub mod model;
 pub mod prefix_cache;
+pub mod prompt_logprobs;
 pub mod protocol;
 pub mod server;
 pub mod stream;
@@ -75,6 +78,7 @@ pub fn build_app<M: StepModel>(
         api_key: options.api_key.clone(),
         agent,
         created: server::unix_time(),
+        scorer: Default::default(),
     });
     (app, thread)
 }

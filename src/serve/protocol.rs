@@ -1,4 +1,4 @@
-//! Reading a `POST /v1/chat/completions` body into typed settings, field by field, so every rejection
+//! Reading a `POST /v1/chat/completions` or `/v1/completions` body into typed settings, field by field, so every rejection
 //! names the field at fault (`param`) and says what is accepted. Unknown fields are ignored, as vLLM
 //! ignores them (clients send vendor extras).
 
@@ -69,15 +69,7 @@ pub fn parse_chat(body: &[u8], default_max_tokens: usize) -> Result<ChatRequest,
         ));
     }
     let tool_choice = f.tool_choice(&tools)?;
-    if let Some(n) = f.uint("n")? {
-        if n != 1 {
-            return Err(ApiError {
-                status: StatusCode::UNPROCESSABLE_ENTITY,
-                message: format!("n={n} is not supported; this server returns one choice"),
-                param: Some("n".into()),
-            });
-        }
-    }
+    f.single_choice()?;
     let max_tokens = match f.uint("max_completion_tokens")? {
         Some(n) => Some(n),
         None => f.uint("max_tokens")?,
@@ -96,33 +88,7 @@ pub fn parse_chat(body: &[u8], default_max_tokens: usize) -> Result<ChatRequest,
             "top_logprobs needs \"logprobs\": true",
         ));
     }
-    let params = SamplingParams {
-        temperature: f.number("temperature")?.unwrap_or(1.0) as f32,
-        top_p: f.number("top_p")?.unwrap_or(1.0) as f32,
-        top_k: f.top_k()?,
-        seed: f.seed()?,
-        max_tokens: max_tokens.unwrap_or(default_max_tokens),
-        stop: f.stop()?,
-        stop_token_ids: Vec::new(),
-        logprobs,
-    };
-    if params.temperature > 2.0 {
-        return Err(ApiError::field(
-            "temperature",
-            "temperature must be between 0 and 2",
-        ));
-    }
-    params.validate().map_err(|e| {
-        let msg = e.to_string();
-        let param = ["temperature", "top_p", "max_tokens", "stop"]
-            .into_iter()
-            .find(|p| msg.starts_with(p));
-        ApiError {
-            status: StatusCode::BAD_REQUEST,
-            message: msg.clone(),
-            param: param.map(str::to_string),
-        }
-    })?;
+    let params = f.sampling(max_tokens.unwrap_or(default_max_tokens), logprobs)?;
     let stream = f.bool("stream")?.unwrap_or(false);
     let include_usage = match obj.get("stream_options") {
         None | Some(Value::Null) => false,
@@ -150,11 +116,7 @@ pub fn parse_chat(body: &[u8], default_max_tokens: usize) -> Result<ChatRequest,
             ))
         }
     };
-    let model = match obj.get("model") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err(ApiError::field("model", "model must be a string")),
-    };
+    let model = f.model()?;
     Ok(ChatRequest {
         model,
         messages,
@@ -168,12 +130,147 @@ pub fn parse_chat(body: &[u8], default_max_tokens: usize) -> Result<ChatRequest,
     })
 }
 
+/// One prompt of a `/v1/completions` request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptInput {
+    Text(String),
+    /// Token ids as given (vLLM accepts them; a trainer sends exactly the tokens it sampled).
+    Ids(Vec<u32>),
+}
+
+#[derive(Debug, Clone)]
+pub struct CompletionRequest {
+    pub model: Option<String>,
+    /// One choice per prompt, in order.
+    pub prompts: Vec<PromptInput>,
+    /// `max_tokens` 0 generates nothing (with `echo`, the prompt alone comes back).
+    pub params: SamplingParams,
+    pub generate: bool,
+    /// The legacy `logprobs` integer: log-probs of the returned tokens and this many alternatives.
+    pub logprobs: Option<usize>,
+    /// Return the prompt before the completion (and, with `logprobs`, its tokens' log-probs).
+    pub echo: bool,
+    /// vLLM's `prompt_logprobs`: per prompt token after the first, its log-prob and this many
+    /// alternatives.
+    pub prompt_logprobs: Option<usize>,
+}
+
+/// Parses and validates a `POST /v1/completions` body (OpenAI's legacy completions with vLLM's
+/// `prompt_logprobs`). Streaming is refused: the endpoint exists for scoring and plain completions.
+pub fn parse_completion(
+    body: &[u8],
+    default_max_tokens: usize,
+) -> Result<CompletionRequest, ApiError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?;
+    let Value::Object(obj) = value else {
+        return Err(ApiError::bad_request("the body must be a JSON object"));
+    };
+    let f = Fields(&obj);
+    let prompts = f.prompts()?;
+    f.single_choice()?;
+    let cap = |key: &str| -> Result<Option<usize>, ApiError> {
+        match f.get(key) {
+            None => Ok(None),
+            Some(v) => match v.as_i64() {
+                Some(k) if (0..=MAX_TOP_LOGPROBS as i64).contains(&k) => Ok(Some(k as usize)),
+                Some(-1) => Err(ApiError::field(
+                    key,
+                    format!(
+                        "{key}=-1 (the whole vocabulary) is not served; this server's max_logprobs \
+                         is {MAX_TOP_LOGPROBS}"
+                    ),
+                )),
+                _ => Err(ApiError::field(
+                    key,
+                    format!("{key} must be an integer between 0 and {MAX_TOP_LOGPROBS}, got {v}"),
+                )),
+            },
+        }
+    };
+    let logprobs = cap("logprobs")?;
+    let prompt_logprobs = cap("prompt_logprobs")?;
+    let echo = f.bool("echo")?.unwrap_or(false);
+    if f.bool("stream")?.unwrap_or(false) {
+        let message = if prompt_logprobs.is_some() {
+            "`prompt_logprobs` are not available when `stream=True`."
+        } else {
+            "this server does not stream /v1/completions; use stream=false or /v1/chat/completions"
+        };
+        return Err(ApiError::field("stream", message));
+    }
+    let max_tokens = f.uint("max_tokens")?.unwrap_or(default_max_tokens);
+    // max_tokens 0 is a scoring request; the sampler's own checks need at least one token.
+    let params = f.sampling(max_tokens.max(1), logprobs.is_some())?;
+    Ok(CompletionRequest {
+        model: f.model()?,
+        prompts,
+        params,
+        generate: max_tokens > 0,
+        logprobs,
+        echo,
+        prompt_logprobs,
+    })
+}
+
 /// Typed access to the body's fields with errors that name them.
 struct Fields<'a>(&'a Map<String, Value>);
 
 impl Fields<'_> {
     fn get(&self, key: &str) -> Option<&Value> {
         self.0.get(key).filter(|v| !v.is_null())
+    }
+
+    /// The sampling settings both endpoints share, validated.
+    fn sampling(&self, max_tokens: usize, logprobs: bool) -> Result<SamplingParams, ApiError> {
+        let params = SamplingParams {
+            temperature: self.number("temperature")?.unwrap_or(1.0) as f32,
+            top_p: self.number("top_p")?.unwrap_or(1.0) as f32,
+            top_k: self.top_k()?,
+            seed: self.seed()?,
+            max_tokens,
+            stop: self.stop()?,
+            stop_token_ids: Vec::new(),
+            logprobs,
+        };
+        if params.temperature > 2.0 {
+            return Err(ApiError::field(
+                "temperature",
+                "temperature must be between 0 and 2",
+            ));
+        }
+        params.validate().map_err(|e| {
+            let msg = e.to_string();
+            let param = ["temperature", "top_p", "max_tokens", "stop"]
+                .into_iter()
+                .find(|p| msg.starts_with(p));
+            ApiError {
+                status: StatusCode::BAD_REQUEST,
+                message: msg.clone(),
+                param: param.map(str::to_string),
+            }
+        })?;
+        Ok(params)
+    }
+
+    fn model(&self) -> Result<Option<String>, ApiError> {
+        match self.get("model") {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(ApiError::field("model", "model must be a string")),
+        }
+    }
+
+    /// `n` other than 1 is refused: one choice per prompt.
+    fn single_choice(&self) -> Result<(), ApiError> {
+        match self.uint("n")? {
+            Some(n) if n != 1 => Err(ApiError {
+                status: StatusCode::UNPROCESSABLE_ENTITY,
+                message: format!("n={n} is not supported; this server returns one choice"),
+                param: Some("n".into()),
+            }),
+            _ => Ok(()),
+        }
     }
 
     fn number(&self, key: &str) -> Result<Option<f64>, ApiError> {
@@ -204,6 +301,52 @@ impl Fields<'_> {
             Some(v) => v.as_bool().map(Some).ok_or_else(|| {
                 ApiError::field(key, format!("{key} must be true or false, got {v}"))
             }),
+        }
+    }
+
+    /// `prompt`: a string, a list of token ids, or a list of either (one choice each).
+    fn prompts(&self) -> Result<Vec<PromptInput>, ApiError> {
+        let bad = || {
+            ApiError::field(
+                "prompt",
+                "prompt must be a string, a list of token ids, or a non-empty list of strings or of \
+                 token-id lists",
+            )
+        };
+        let ids = |v: &Vec<Value>| -> Result<PromptInput, ApiError> {
+            let ids = v
+                .iter()
+                .map(|x| {
+                    x.as_u64()
+                        .filter(|&n| n <= u64::from(u32::MAX))
+                        .map(|n| n as u32)
+                })
+                .collect::<Option<Vec<u32>>>()
+                .ok_or_else(|| {
+                    ApiError::field("prompt", "token ids must be non-negative integers")
+                })?;
+            if ids.is_empty() {
+                return Err(ApiError::field(
+                    "prompt",
+                    "a prompt needs at least one token",
+                ));
+            }
+            Ok(PromptInput::Ids(ids))
+        };
+        match self.get("prompt") {
+            None => Err(ApiError::field("prompt", "prompt is required")),
+            Some(Value::String(s)) => Ok(vec![PromptInput::Text(s.clone())]),
+            Some(Value::Array(a)) if a.is_empty() => Err(bad()),
+            Some(Value::Array(a)) if a.iter().all(Value::is_number) => Ok(vec![ids(a)?]),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|p| match p {
+                    Value::String(s) => Ok(PromptInput::Text(s.clone())),
+                    Value::Array(x) => ids(x),
+                    _ => Err(bad()),
+                })
+                .collect(),
+            Some(_) => Err(bad()),
         }
     }
 

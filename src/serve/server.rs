@@ -8,7 +8,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -23,9 +23,11 @@ use tokio::net::TcpListener;
 
 use super::agent::{self, AgentService};
 use super::chat;
+use super::completions;
 use super::engine::EngineHandle;
 use super::error::ApiError;
 use super::metrics::Metrics;
+use super::prompt_logprobs::PromptScorer;
 use crate::chat::{ChatTemplate, ToolCallFormat};
 
 /// Everything a request handler reads.
@@ -45,6 +47,9 @@ pub struct AppState {
     pub api_key: Option<String>,
     pub agent: Option<AgentService>,
     pub created: u64,
+    /// Scores prompts for `prompt_logprobs` on a copy of the served weights; set once by whoever
+    /// built the model (the engine owns the model itself). Unset: those requests get 501.
+    pub scorer: OnceLock<Arc<dyn PromptScorer>>,
 }
 
 pub type App = Arc<AppState>;
@@ -58,6 +63,7 @@ pub struct HttpLimits {
 pub fn router(app: App, limits: &HttpLimits) -> Router {
     let v1 = Router::new()
         .route(chat::ENDPOINT, post(chat::chat_completions))
+        .route(completions::ENDPOINT, post(completions::completions))
         .route(agent::ENDPOINT, post(agent::agent_turn))
         .route("/v1/models", get(models))
         .route_layer(middleware::from_fn_with_state(app.clone(), require_key));

@@ -194,6 +194,56 @@ pub fn dir_name(step: usize) -> String {
     format!("checkpoint-{step:06}")
 }
 
+/// A run's checkpoint schedule, shared by the on-policy trainers (`opd`, `grpo-train`): one every
+/// `save_steps` steps before the last, and the last one. Each records the `metrics.jsonl` lines written
+/// so far, so that `--resume` truncates the file where the checkpoint stands.
+pub struct Schedule<'a> {
+    pub out: &'a Path,
+    pub tokenizer_dir: &'a Path,
+    pub save_steps: usize,
+    pub max_steps: usize,
+}
+
+impl Schedule<'_> {
+    /// Saves after `state.step` when the schedule says so (never after the last step: [`Self::last`]).
+    pub fn after_step<B: Backend, O: Backend>(
+        &self,
+        model: &CausalLm<B>,
+        opt: &AdamW<O>,
+        state: &mut TrainerState,
+        log: &super::metrics::Log,
+    ) -> Result<()> {
+        if state.step < self.max_steps && self.save_steps > 0 && state.step % self.save_steps == 0 {
+            state.metrics_lines = log.lines();
+            save(
+                &self.out.join(dir_name(state.step)),
+                model,
+                self.tokenizer_dir,
+                opt,
+                state,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The checkpoint of the step the run stopped at (written unless it exists: a run stopped right
+    /// after a scheduled save, or resumed at its end); returns its path.
+    pub fn last<B: Backend, O: Backend>(
+        &self,
+        model: &CausalLm<B>,
+        opt: &AdamW<O>,
+        state: &mut TrainerState,
+        log: &super::metrics::Log,
+    ) -> Result<PathBuf> {
+        state.metrics_lines = log.lines();
+        let ckpt = self.out.join(dir_name(state.step));
+        if !ckpt.exists() {
+            save(&ckpt, model, self.tokenizer_dir, opt, state)?;
+        }
+        Ok(ckpt)
+    }
+}
+
 /// With `resume`, the newest checkpoint in `out` (model, optimizer state into `opt`, trainer state);
 /// otherwise, or when `out` has none, `model` at step 0 with `seed`. Shared by every trainer so that
 /// all resume the same way.

@@ -7,7 +7,8 @@
 //! optim.rs       AdamW, global-norm clipping, gradient accumulation, warmup + cosine schedule
 //! trainer.rs     the loop: masked CE (+ router aux, + MTP), dev loss, metrics, checkpoints, resume
 //!                (on the CPU the CE is one autodiff op with its own backward pass: model::train_ops::nll)
-//! checkpoint.rs  HF directory + optimizer + trainer state, atomic, checksummed
+//! checkpoint.rs  HF directory + optimizer + trainer state, atomic, checksummed; a run's save schedule
+//! run_args.rs    the flags `opd` and `grpo-train` share (out, steps, schedule, checkpoints, resume)
 //! metrics.rs     metrics.jsonl and the loss plot (SVG)
 //! heap.rs        allocator settings that keep a training step's freed memory for the next step
 //! interrupt.rs   Ctrl-C ends a run after its step, with a checkpoint
@@ -20,5 +21,6 @@ pub mod heap;
 pub mod interrupt;
 pub mod metrics;
 pub mod optim;
+pub mod run_args;
 pub mod trainer;
 pub mod view;

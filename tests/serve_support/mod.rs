@@ -11,6 +11,7 @@ use burn::backend::NdArray;
 use hat::chat::{ChatTemplate, ToolCallFormat};
 use hat::serve::engine::EngineConfig;
 use hat::serve::model::BurnModel;
+use hat::serve::prompt_logprobs::ModelScorer;
 use hat::serve::server::{App, HttpLimits, RunningServer};
 use hat::serve::{agent, build_app, AppOptions};
 use hat::tokenizer::{self, TrainOptions, QWEN3_CHAT_TEMPLATE};
@@ -92,7 +93,9 @@ pub async fn start_with(
         )
         .unwrap()
     });
+    let scorer = ModelScorer::new(model.model.clone(), Default::default());
     let (app, _engine) = build_app(model, tok, template, &opts, agent);
+    let _ = app.scorer.set(std::sync::Arc::new(scorer));
     let server = RunningServer::start(app.clone(), limits, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();

@@ -1,0 +1,167 @@
+//! Per-prompt IFEval-lite answers and the paired comparison of two models on them. A difference of
+//! two rates on the same prompts is tested on the prompts (or instructions) where the models
+//! disagree — an exact two-sided sign test on the discordant pairs (McNemar's exact test) — which is
+//! far more sensitive than comparing two independent intervals, and is what DESIGN §6 asks of a
+//! model-vs-model claim.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::judge::ifeval::files::Evaluated;
+use crate::judge::stats::sign_test;
+
+/// One answered prompt: `hat general eval --answers` writes one per line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    /// The IFEval row's `key`, as a string: the join key of a comparison.
+    pub id: String,
+    pub prompt: String,
+    pub response: String,
+    pub instruction_id_list: Vec<String>,
+    /// Per instruction, in `instruction_id_list` order.
+    pub strict: Vec<bool>,
+    pub loose: Vec<bool>,
+    /// Every instruction followed.
+    pub prompt_strict: bool,
+    pub prompt_loose: bool,
+}
+
+impl From<&Evaluated> for Answer {
+    fn from(e: &Evaluated) -> Answer {
+        Answer {
+            id: e.input.key.to_string(),
+            prompt: e.input.prompt.clone(),
+            response: e.response.clone(),
+            instruction_id_list: e.input.instruction_id_list.clone(),
+            prompt_strict: e.strict.iter().all(|&x| x),
+            prompt_loose: e.loose.iter().all(|&x| x),
+            strict: e.strict.clone(),
+            loose: e.loose.clone(),
+        }
+    }
+}
+
+impl crate::jsonl::Keyed for Answer {
+    fn key(&self) -> Option<&str> {
+        Some(&self.id)
+    }
+}
+
+/// What is compared: whole prompts or single instructions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    Prompt,
+    Instruction,
+}
+
+/// IFEval's two ways of checking a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strictness {
+    Strict,
+    Loose,
+}
+
+/// B against A on the cases both answered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairedComparison {
+    pub level: Level,
+    pub mode: Strictness,
+    /// Paired cases (prompts, or instructions of prompts in both files).
+    pub cases: usize,
+    pub only_in_a: usize,
+    pub only_in_b: usize,
+    pub rate_a: f64,
+    pub rate_b: f64,
+    /// B passes where A fails.
+    pub wins: u64,
+    /// B fails where A passes.
+    pub losses: u64,
+    pub ties: u64,
+    /// Exact two-sided sign test on wins vs losses.
+    pub p_value: f64,
+}
+
+impl PairedComparison {
+    pub fn markdown(&self, a: &str, b: &str) -> String {
+        format!(
+            "| level | mode | n | {a} | {b} | B wins | B losses | ties | p (sign test) |\n\
+             |---|---|---|---|---|---|---|---|---|\n\
+             | {:?} | {:?} | {} | {:.3} | {:.3} | {} | {} | {} | {:.4} |",
+            self.level,
+            self.mode,
+            self.cases,
+            self.rate_a,
+            self.rate_b,
+            self.wins,
+            self.losses,
+            self.ties,
+            self.p_value
+        )
+    }
+}
+
+/// Joins `a` and `b` by prompt id and tallies, case by case, where B passes and A fails and the
+/// reverse. A prompt id twice in one file is an error (the pairing would be ambiguous).
+pub fn compare(
+    a: &[Answer],
+    b: &[Answer],
+    level: Level,
+    mode: Strictness,
+) -> Result<PairedComparison> {
+    let index = |rows: &[Answer], name: &str| -> Result<BTreeMap<String, Answer>> {
+        let mut m = BTreeMap::new();
+        for r in rows {
+            if m.insert(r.id.clone(), r.clone()).is_some() {
+                bail!("prompt id {:?} appears twice in {name}", r.id);
+            }
+        }
+        Ok(m)
+    };
+    let (a, b) = (index(a, "A")?, index(b, "B")?);
+    let verdicts = |r: &Answer| -> Vec<bool> {
+        match (level, mode) {
+            (Level::Prompt, Strictness::Strict) => vec![r.prompt_strict],
+            (Level::Prompt, Strictness::Loose) => vec![r.prompt_loose],
+            (Level::Instruction, Strictness::Strict) => r.strict.clone(),
+            (Level::Instruction, Strictness::Loose) => r.loose.clone(),
+        }
+    };
+    let (mut wins, mut losses, mut ties) = (0u64, 0u64, 0u64);
+    let (mut pass_a, mut pass_b, mut cases) = (0usize, 0usize, 0usize);
+    for (id, ra) in &a {
+        let Some(rb) = b.get(id) else { continue };
+        if ra.instruction_id_list != rb.instruction_id_list {
+            bail!("prompt id {id:?} has different instructions in A and B: not the same prompt");
+        }
+        for (x, y) in verdicts(ra).into_iter().zip(verdicts(rb)) {
+            cases += 1;
+            pass_a += usize::from(x);
+            pass_b += usize::from(y);
+            match (x, y) {
+                (false, true) => wins += 1,
+                (true, false) => losses += 1,
+                _ => ties += 1,
+            }
+        }
+    }
+    if cases == 0 {
+        bail!("A and B share no prompt id: nothing to compare");
+    }
+    Ok(PairedComparison {
+        level,
+        mode,
+        cases,
+        only_in_a: a.keys().filter(|k| !b.contains_key(*k)).count(),
+        only_in_b: b.keys().filter(|k| !a.contains_key(*k)).count(),
+        rate_a: pass_a as f64 / cases as f64,
+        rate_b: pass_b as f64 / cases as f64,
+        wins,
+        losses,
+        ties,
+        p_value: sign_test(wins, wins + losses),
+    })
+}
