@@ -323,7 +323,7 @@ $(REPRO)/eval-%.done: $(REPRO)/%.done
 	$(call R_EVAL,$(R_DATA)/tasks.phrasings.jsonl) --model $*=$(call R_CKPT,$*) --set phrasings=$(HARNESS) \
 		--episodes $(REPRO)/eval/$*.phrasings.jsonl > /dev/null
 	$(HAT) general eval --model $(call R_CKPT,$*) --input $(R_DATA)/general-eval.jsonl --max-new-tokens $(R_MAX_TOKENS) \
-		> $(REPRO)/ifeval/$*.json
+		--answers $(REPRO)/ifeval/$*.answers.jsonl > $(REPRO)/ifeval/$*.json
 	$(call r-end,eval-$*)
 
 # The teacher (oracle) on the same tasks, the same faults and seed: the reference row.

@@ -233,7 +233,11 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
                 serde_json::to_string(&t).unwrap()
             })
             .collect();
-        std::fs::write(eval.join(format!("{stage}.{set}.jsonl")), lines.join("\n") + "\n").unwrap();
+        std::fs::write(
+            eval.join(format!("{stage}.{set}.jsonl")),
+            lines.join("\n") + "\n",
+        )
+        .unwrap();
     };
     // (stage, primary, heldout) right of 20; phrasings only for the oracle.
     for (stage, primary, heldout) in [
@@ -253,15 +257,41 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
         json!({"prompt_strict": rate(strict), "prompt_loose": rate(strict), "instruction_strict": rate(strict), "instruction_loose": rate(strict)}).to_string()
     };
     for (stage, strict) in [("base", 40), ("hsa", 20), ("opd", 38)] {
-        std::fs::write(dir.path().join(format!("ifeval/{stage}.json")), ifeval(strict) + "\n").unwrap();
+        std::fs::write(
+            dir.path().join(format!("ifeval/{stage}.json")),
+            ifeval(strict) + "\n",
+        )
+        .unwrap();
+    }
+    // Per-prompt answers of base and fixed SFT: fixed fails 8 of the 10 prompts base passes.
+    for (stage, fails) in [("base", 0), ("fixed", 8)] {
+        let rows: Vec<String> = (0..10)
+            .map(|i| {
+                let pass = i >= fails;
+                json!({"id": format!("{i}"), "prompt": "p", "response": "r", "instruction_id_list": ["punctuation:no_comma"],
+                       "strict": [pass], "loose": [pass], "prompt_strict": pass, "prompt_loose": pass})
+                .to_string()
+            })
+            .collect();
+        std::fs::write(
+            dir.path().join(format!("ifeval/{stage}.answers.jsonl")),
+            rows.join("\n") + "\n",
+        )
+        .unwrap();
     }
     std::fs::write(dir.path().join("times.tsv"), "base\t120\nhsa\t300\n").unwrap();
     let output = dir.path().join("report.md");
     let args = ReportArgs {
         dir: dir.path().to_path_buf(),
-        stages: ["base=Base", "fixed=Fixed SFT", "hsa=HSA-SFT", "opd=+ OPD", "rl=+ RL"]
-            .map(String::from)
-            .to_vec(),
+        stages: [
+            "base=Base",
+            "fixed=Fixed SFT",
+            "hsa=HSA-SFT",
+            "opd=+ OPD",
+            "rl=+ RL",
+        ]
+        .map(String::from)
+        .to_vec(),
         oracle: Some("oracle=Teacher".into()),
         output: output.clone(),
     };
@@ -271,16 +301,37 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
     // the normal one; just the value and n here — and an empty cell where a set was not measured.
     assert!(md.contains("| HSA-SFT | 80.0 ["), "{md}");
     assert!(md.contains("(n = 20) | 70.0 ["), "{md}");
-    assert!(md.contains("| – | 20.0 ["), "phrasings not measured for HSA-SFT, IFEval 20/100: {md}");
+    assert!(
+        md.contains("| – | 20.0 ["),
+        "phrasings not measured for HSA-SFT, IFEval 20/100: {md}"
+    );
     // Paired test HSA vs fixed on held-out variants: HSA right on 10 tasks fixed got wrong, none the
     // other way: p = 2 · 0.5^10.
-    assert!(md.contains("| HSA-SFT vs Fixed SFT | Harness-Variant QA-lite | 10 / 0, p = 1.95e-3 |"), "{md}");
+    assert!(
+        md.contains("| HSA-SFT vs Fixed SFT | Harness-Variant QA-lite | 10 / 0, p = 1.95e-3 |"),
+        "{md}"
+    );
     assert!(md.contains("ahead of fixed-harness SFT on Harness-Variant QA-lite by ≥ 20 points (paired p < 0.01): reproduces — +50.0 points"), "{md}");
     // SFT lost 20 IFEval-lite points, OPD recovered 18: 90%.
-    assert!(md.contains("loss: reproduces — SFT lost 20.0 points (base 40.0 → 20.0), OPD recovered 90%"), "{md}");
-    assert!(md.contains("RL adds ≥ 2 points on Harness-Variant QA-lite: does NOT reproduce — +0.0 points"), "{md}");
+    assert!(
+        md.contains(
+            "loss: reproduces — SFT lost 20.0 points (base 40.0 → 20.0), OPD recovered 90%"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "RL adds ≥ 2 points on Harness-Variant QA-lite: does NOT reproduce — +0.0 points"
+        ),
+        "{md}"
+    );
     assert!(md.contains("within 5 points of the teacher on Live-Stream QA-lite: does NOT reproduce — teacher 100.0, final 75.0"), "{md}");
     assert!(md.contains("| total | 420 |"), "{md}");
+    // IFEval-lite paired on the prompts: fixed passes none that base fails, fails 8 base passes.
+    assert!(
+        md.contains("| Fixed SFT vs Base | IFEval-lite (prompt strict) | 0 / 8, p = 7.81e-3 | – |"),
+        "{md}"
+    );
     let svg = std::fs::read_to_string(dir.path().join("scores.svg")).unwrap();
     // 6 rows × 3 QA sets + 3 IFEval bars (the rest absent), plus 6 legend keys.
     assert_eq!(svg.matches("<rect x=").count(), 6 * 2 + 1 + 3 + 6, "{svg}");

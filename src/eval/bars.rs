@@ -96,18 +96,37 @@ mod tests {
 
     #[test]
     fn bars_and_whiskers_sit_at_their_values_and_gaps_stay_empty() {
-        let bar = |v: f64| Some(Bar { value: v, lo: v - 10.0, hi: v + 10.0 });
+        let bar = |v: f64| {
+            Some(Bar {
+                value: v,
+                lo: v - 10.0,
+                hi: v + 10.0,
+            })
+        };
         let svg = grouped_bars_svg(
             "scores <by stage>",
             &["a".into(), "b".into()],
-            &[("set 1".into(), vec![bar(50.0), None]), ("set 2".into(), vec![bar(100.0), bar(0.0)])],
+            &[
+                ("set 1".into(), vec![bar(50.0), None]),
+                ("set 2".into(), vec![bar(100.0), bar(0.0)]),
+            ],
             100.0,
         );
         assert!(svg.contains("scores &lt;by stage&gt;"));
-        assert_eq!(svg.matches("<rect x=").count(), 3 + 2, "three bars and two legend keys");
+        assert_eq!(
+            svg.matches("<rect x=").count(),
+            3 + 2,
+            "three bars and two legend keys"
+        );
         // plot_h 240 from y = 36: value 50 puts the bar top at 156, its whisker from 180 to 132.
-        assert!(svg.contains("y=\"156.0\" width=\"16.0\" height=\"120.0\""), "{svg}");
-        assert!(svg.contains("y1=\"180.0\" x2=\"69.0\" y2=\"132.0\""), "{svg}");
+        assert!(
+            svg.contains("y=\"156.0\" width=\"16.0\" height=\"120.0\""),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("y1=\"180.0\" x2=\"69.0\" y2=\"132.0\""),
+            "{svg}"
+        );
         // A whisker above the axis maximum is clipped to the top of the plot.
         assert!(svg.contains("y2=\"36.0\""));
     }

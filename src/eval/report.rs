@@ -9,7 +9,8 @@
 //!   or `hat sim rollout` + `judge score` for the oracle), SET one of `primary` (Live-Stream QA-lite:
 //!   held-out tasks, original harness), `heldout` (Harness-Variant QA-lite: the same tasks under held-out
 //!   variants), `phrasings` (Synthetic LS-QA: held-out wording);
-//! * `ifeval/STAGE.json` — IFEval-lite of the stage (`hat general eval`);
+//! * `ifeval/STAGE.json` — IFEval-lite of the stage (`hat general eval`), and `ifeval/STAGE.answers.jsonl`
+//!   its per-prompt answers (`--answers`) for the paired test between stages;
 //! * `replay/summary.json` — `replay-bench run --mode agent` against the served final model;
 //! * `times.tsv` — `STAGE<TAB>seconds` per line.
 //!
@@ -25,7 +26,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use super::bars::{grouped_bars_svg, Bar};
-use super::rollout::{paired_right_tool, paired_scores, summarise, EvalSummary, Estimate};
+use super::rollout::{paired_right_tool, paired_scores, summarise, Estimate, EvalSummary};
+use crate::general::answers::{compare, Answer, Level, Strictness};
 use crate::general::score::IfevalLite;
 use crate::jsonl::read_all;
 use crate::record::Trajectory;
@@ -65,6 +67,7 @@ struct Row {
     /// Per set name: the scored episodes and their summary.
     sets: BTreeMap<&'static str, (Vec<Trajectory>, EvalSummary)>,
     ifeval: Option<IfevalLite>,
+    answers: Option<Vec<Answer>>,
 }
 
 impl Row {
@@ -89,11 +92,18 @@ impl Row {
         } else {
             None
         };
+        let path = dir.join("ifeval").join(format!("{name}.answers.jsonl"));
+        let answers = if path.exists() {
+            Some(read_all(&path.to_string_lossy())?)
+        } else {
+            None
+        };
         Ok(Row {
             name: name.to_string(),
             label: label.to_string(),
             sets,
             ifeval,
+            answers,
         })
     }
 
@@ -147,7 +157,7 @@ pub fn write(a: &ReportArgs) -> Result<String> {
     let mut md = String::from("# HAT at toy scale: the paper's table, reproduced\n\n");
     results_table(&mut md, &rows);
     detail_table(&mut md, &rows);
-    paired_tests(&mut md, stages);
+    paired_tests(&mut md, stages)?;
     claims(&mut md, stages, oracle.first());
     latency(&mut md, &a.dir)?;
     times(&mut md, &a.dir)?;
@@ -196,7 +206,7 @@ fn detail_table(md: &mut String, rows: &[Row]) {
     }
 }
 
-fn paired_tests(md: &mut String, stages: &[Row]) {
+fn paired_tests(md: &mut String, stages: &[Row]) -> Result<()> {
     md.push_str("\n## Adjacent stages, paired sign tests on the same tasks\n\n| later vs earlier | set | accuracy: later higher / earlier higher, p | right tool: later only / earlier only, p |\n|---|---|---|---|\n");
     for pair in stages.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
@@ -216,13 +226,28 @@ fn paired_tests(md: &mut String, stages: &[Row]) {
                 b.label, a.label, accuracy.0, accuracy.1, accuracy.2, right.0, right.1, right.2
             );
         }
+        if let (Some(aa), Some(ab)) = (&a.answers, &b.answers) {
+            let c = compare(aa, ab, Level::Prompt, Strictness::Strict)?;
+            let _ = writeln!(
+                md,
+                "| {} vs {} | IFEval-lite (prompt strict) | {} / {}, p = {:.2e} | – |",
+                b.label, a.label, c.wins, c.losses, c.p_value
+            );
+        }
     }
+    Ok(())
 }
 
 /// The paper's pattern, one sentence per claim, with the figures it rests on.
 fn claims(md: &mut String, stages: &[Row], oracle: Option<&Row>) {
     let find = |name: &str| stages.iter().find(|r| r.name == name);
-    let verdict = |ok: bool| if ok { "reproduces" } else { "does NOT reproduce" };
+    let verdict = |ok: bool| {
+        if ok {
+            "reproduces"
+        } else {
+            "does NOT reproduce"
+        }
+    };
     md.push_str("\n## The paper's claims at toy scale\n\n");
     match (find("fixed"), find("hsa")) {
         (Some(fixed), Some(hsa)) => match (fixed.sets.get("heldout"), hsa.sets.get("heldout")) {
@@ -252,7 +277,9 @@ fn claims(md: &mut String, stages: &[Row], oracle: Option<&Row>) {
                 let _ = writeln!(md, "* OPD recovers ≥ 80% of SFT's IFEval-lite loss: {} — SFT lost {lost:.1} points (base {:.1} → {:.1}), OPD recovered {:.0}% ({:.1}).", verdict(recovered >= 0.8), base.value, sft.value, 100.0 * recovered, opd.value);
             }
         }
-        _ => md.push_str("* OPD's recovery of IFEval-lite: not measured (a stage's IFEval-lite is missing).\n"),
+        _ => md.push_str(
+            "* OPD's recovery of IFEval-lite: not measured (a stage's IFEval-lite is missing).\n",
+        ),
     }
     match (
         find("opd").and_then(|r| r.qa("heldout")),
