@@ -4,9 +4,11 @@
 //! Layout: [`engine`] (the batching loop that owns the model) · [`model`] (the burn model as an engine
 //! step) · [`detok`] (text deltas and stop strings) · [`guide`] (schema-guided forced tool calls) ·
 //! [`protocol`] (request parsing) · [`chat`] and [`stream`] (the chat endpoint and its SSE chunks) ·
-//! [`agent`] · [`server`] (routes, auth, limits, shutdown) · [`metrics`] · [`error`] · [`cli`].
+//! [`agent`] · [`server`] (routes, limits, shutdown) · [`auth`] (the API key check) · [`metrics`] · [`error`] · [`cli`].
 
 pub mod agent;
+pub mod auth;
+pub mod batch;
 pub mod chat;
 pub mod cli;
 pub mod detok;
@@ -15,6 +17,7 @@ pub mod error;
 pub mod guide;
 pub mod metrics;
 pub mod model;
+pub mod mtp;
 pub mod prefix_cache;
 pub mod protocol;
 pub mod server;
