@@ -222,3 +222,77 @@ fn mtp_needs_a_head() {
     assert!(format!("{e:#}").contains("no MTP head"), "{e:#}");
     assert!(tiny(300).with_mtp(0).is_err());
 }
+
+/// A long prompt that arrives while another request decodes is prefilled a chunk per iteration
+/// (through the prefix cache) and still gets the output it gets alone; so does the running one.
+#[test]
+fn chunked_prefill_changes_no_output() {
+    let tok = tokenizer();
+    let vocab = tok.get_vocab_size(true) as u32;
+    let short: Vec<u32> = (0..20u32).map(|i| (i * 13 + 7) % vocab).collect();
+    let long: Vec<u32> = (0..1100u32).map(|i| (i * 31 + 3) % vocab).collect();
+    let model = || M::random("tiny", vocab as usize, 3, Default::default()).unwrap();
+    let (short_alone, _, _) = run_alone(model(), &tok, &short, SamplingParams::greedy(60));
+    let (long_alone, _, _) = run_alone(model(), &tok, &long, SamplingParams::greedy(8));
+
+    let metrics = Arc::new(Metrics::default());
+    let config = EngineConfig {
+        queue_capacity: 4,
+        max_batch: 4,
+        max_context: 4096,
+    };
+    let (handle, thread) = engine::spawn(model(), tok.clone(), config, metrics.clone());
+    let submit = |prompt: &[u32], max_tokens| {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        handle
+            .submit(GenRequest {
+                prompt: prompt.to_vec(),
+                params: SamplingParams::greedy(max_tokens),
+                top_logprobs: 0,
+                guide: None,
+                events: tx,
+            })
+            .map_err(|e| format!("{e:?}"))
+            .unwrap();
+        rx
+    };
+    let collect = |mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>| {
+        let mut text = String::new();
+        let mut tokens_before_done = 0;
+        loop {
+            match rx.blocking_recv().expect("an event") {
+                Event::Text {
+                    text: t, tokens, ..
+                } => {
+                    text.push_str(&t);
+                    tokens_before_done += tokens;
+                }
+                Event::Done { .. } => return (text, tokens_before_done),
+                Event::Error(e) => panic!("{e}"),
+            }
+        }
+    };
+    let mut running = submit(&short, 60);
+    // Wait for the short request's first token, so the long one arrives mid-decode.
+    let mut text = String::new();
+    let mut seen = 0;
+    while seen == 0 {
+        if let Event::Text {
+            text: t, tokens, ..
+        } = running.blocking_recv().unwrap()
+        {
+            text.push_str(&t);
+            seen += tokens;
+        }
+    }
+    let long_rx = submit(&long, 8);
+    let (rest, _) = collect(running);
+    let (long_text, _) = collect(long_rx);
+    text.push_str(&rest);
+    assert_eq!(text, short_alone);
+    assert_eq!(long_text, long_alone);
+    // The long prompt's whole blocks came from the prefix cache the chunks filled.
+    assert!(metrics.cached_prompt_tokens.load(Relaxed) >= 1024);
+    drop(handle);
+    thread.join().unwrap();
+}

@@ -9,7 +9,7 @@
 //! joining or leaving costs one copy, a decode step none). [`Cache::unstack`] splits a batch back
 //! into single-sequence caches without the padding.
 
-use crate::model::cpu::backend::cat;
+use crate::model::cpu::backend::{cat, compact};
 use anyhow::{bail, Result};
 use burn::prelude::*;
 
@@ -183,12 +183,13 @@ impl<B: Backend> Cache<B> {
             for (r, (c, (&len, &(lo, hi)))) in
                 out.iter_mut().zip(lens.iter().zip(&gaps)).enumerate()
             {
-                // The `lo` keys before the gap, then the `len - lo` after it.
+                // The `lo` keys before the gap, then the `len - lo` after it; compacted, so that
+                // a sequence does not keep the whole batch's buffer alive.
                 let keep = |t: &Tensor<B, 4>| {
                     let t = row(t, r);
                     match (lo, len - lo) {
-                        (_, 0) => t.narrow(2, 0, lo),
-                        (0, after) => t.narrow(2, hi, after),
+                        (_, 0) => compact(t.narrow(2, 0, lo)),
+                        (0, after) => compact(t.narrow(2, hi, after)),
                         (before, after) => cat(
                             vec![t.clone().narrow(2, 0, before), t.narrow(2, hi, after)],
                             2,
@@ -205,8 +206,12 @@ impl<B: Backend> Cache<B> {
                             .deltanet
                             .conv
                             .as_ref()
-                            .map(|t| t.clone().narrow(0, r, 1)),
-                        recurrent: layer.deltanet.recurrent.as_ref().map(|t| row(t, r)),
+                            .map(|t| compact(t.clone().narrow(0, r, 1))),
+                        recurrent: layer
+                            .deltanet
+                            .recurrent
+                            .as_ref()
+                            .map(|t| compact(row(t, r))),
                     },
                 });
             }
