@@ -1,7 +1,7 @@
 //! The engine's running batch for a burn model: one stacked [`Cache`] that stays stacked from
 //! decode step to decode step. Before it, every step stacked each sequence's cache into a batch
 //! and split it again afterwards (about 15 % of a batch-32 step of `small`); now a sequence that
-//! joins or leaves costs one re-stack or one copy of the kept rows, and a step only appends.
+//! joins or leaves costs one re-stack of the batch, and a step only appends.
 //!
 //! Rows keep their padding as a gap in their keys (see [`Cache::gaps`]): a batch costs the
 //! longest row's length in every row, as each stacked step did before.

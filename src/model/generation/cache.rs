@@ -232,44 +232,23 @@ impl<B: Backend> Cache<B> {
         Self::stack(&rows)
     }
 
-    /// The batch of rows `keep` (in that order), gaps and all: one copy of the kept rows, when
-    /// sequences leave.
-    pub fn keep_rows(&self, keep: &[usize]) -> Result<Self> {
-        let (Some(lens), Some(gaps)) = (&self.row_lens, &self.gaps) else {
+    /// The batch of rows `keep` (in that order), stacked again: the padding that only the rows
+    /// leaving needed (the longest one's length) goes with them instead of staying in every
+    /// kept row for the rest of its decoding. Two copies of the batch, when sequences leave.
+    pub fn keep_rows(self, keep: &[usize]) -> Result<Self> {
+        if self.row_lens.is_none() {
             bail!("keep_rows needs a stacked batch");
-        };
-        if let Some(&r) = keep.iter().find(|&&r| r >= lens.len()) {
-            bail!("row {r} is not in a batch of {}", lens.len());
         }
-        fn pick<B: Backend, const D: usize>(
-            t: &Option<Tensor<B, D>>,
-            keep: &[usize],
-        ) -> Option<Tensor<B, D>> {
-            let t = t.as_ref()?;
-            Some(cat(
-                keep.iter().map(|&r| t.clone().narrow(0, r, 1)).collect(),
-                0,
-            ))
-        }
-        Ok(Self {
-            layers: self
-                .layers
-                .iter()
-                .map(|l| LayerCache {
-                    kv: KvCache {
-                        k: pick(&l.kv.k, keep),
-                        v: pick(&l.kv.v, keep),
-                    },
-                    deltanet: DeltaNetState {
-                        conv: pick(&l.deltanet.conv, keep),
-                        recurrent: pick(&l.deltanet.recurrent, keep),
-                    },
-                })
-                .collect(),
-            seq_len: self.seq_len,
-            row_lens: Some(keep.iter().map(|&r| lens[r]).collect()),
-            gaps: Some(keep.iter().map(|&r| gaps[r]).collect()),
-        })
+        let n = self.rows();
+        let mut rows: Vec<Option<Cache<B>>> = self.unstack().into_iter().map(Some).collect();
+        let kept = keep
+            .iter()
+            .map(|&r| match rows.get_mut(r).and_then(Option::take) {
+                Some(c) => Ok(c),
+                None => bail!("row {r} is not in the batch of {n} (or kept twice)"),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Self::stack(&kept)
     }
 }
 
