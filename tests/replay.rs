@@ -80,6 +80,38 @@ fn summary_counts_failures_as_attainment_misses() {
     assert!(table.contains("mean_tpot_ms") && table.contains("-50.0%"));
 }
 
+/// A run whose requests all finish in well under a second is plotted on an axis that spans its
+/// data (here 0–0.5 s), with the 15 s SLO named at the edge instead of stretching the axis.
+#[test]
+fn cdf_axis_scales_to_the_data() {
+    let runs = vec![
+        run(0.0, true, 300.0, 40.0, 5),
+        run(0.5, true, 450.0, 60.0, 5),
+    ];
+    let svg = cdf_svg(&runs, 15000.0, "fast");
+    assert!(svg.contains(">0.5</text>"), "top tick at 0.5 s: {svg}");
+    assert!(!svg.contains(">15</text>"));
+    assert!(svg.contains("SLO 15 s (beyond the axis)"));
+    // The slowest request lands near the right end of the plot, not at the left edge.
+    let e2e = svg
+        .lines()
+        .find(|l| l.contains("steelblue") && l.contains("polyline"))
+        .unwrap();
+    let last_x: f64 = e2e
+        .rsplit("points=\"")
+        .next()
+        .unwrap()
+        .split(' ')
+        .last()
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(last_x > 500.0, "slowest point at x={last_x}");
+}
+
 #[test]
 fn back_to_back_requests_do_not_overlap() {
     let runs = vec![

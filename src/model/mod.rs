@@ -203,7 +203,8 @@ impl<B: Backend> CausalLm<B> {
         let t = ids.dims()[1];
         let device = ids.device();
         let starts = cache.as_ref().map_or(vec![0], |c| c.positions());
-        let rope = self.rope(&starts, t, &device);
+        let gaps = cache.as_ref().and_then(|c| c.gaps.clone());
+        let rope = self.rope(&starts, t, &device).with_gaps(gaps);
         let mut x = self.embed_tokens.forward(ids);
         let mut router_logits = Vec::new();
         for (i, layer) in self.layers.iter().enumerate() {

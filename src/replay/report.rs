@@ -116,7 +116,10 @@ pub fn cdf_svg(runs: &[Measured], slo_ms: f64, title: &str) -> String {
             .collect(),
     );
     let n = runs.len().max(1) as f64;
-    let x_max = e2e.last().copied().unwrap_or(1.0).max(slo_ms / 1000.0) * 1.05;
+    // The axis spans the data, not the SLO: a run whose requests all finish in half a second
+    // would otherwise be a vertical line at the left edge of a 15 s axis.
+    let slowest = e2e.last().or(ttft.last()).copied().unwrap_or(1.0);
+    let x_max = nice_ceil(slowest * 1.05);
     let x = |s: f64| pad + s / x_max * (w - 2.0 * pad);
     let y = |p: f64| h - pad - p * (h - 2.0 * pad);
     let mut svg = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n");
@@ -152,9 +155,10 @@ pub fn cdf_svg(runs: &[Measured], slo_ms: f64, title: &str) -> String {
         let s = x_max * p;
         let _ = writeln!(
             svg,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{s:.1}</text>",
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
             x(s),
-            y(0.0) + 16.0
+            y(0.0) + 16.0,
+            tick_label(s, x_max)
         );
     }
     let _ = writeln!(
@@ -164,7 +168,17 @@ pub fn cdf_svg(runs: &[Measured], slo_ms: f64, title: &str) -> String {
         h - 8.0
     );
     let slo = slo_ms / 1000.0;
-    let _ = writeln!(svg, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"red\" stroke-dasharray=\"4\"/><text x=\"{0}\" y=\"{3}\" fill=\"red\">SLO {slo:.0} s</text>", x(slo), y(0.0), y(1.0), y(1.0) - 4.0);
+    if slo <= x_max {
+        let _ = writeln!(svg, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"red\" stroke-dasharray=\"4\"/><text x=\"{0}\" y=\"{3}\" fill=\"red\">SLO {slo} s</text>", x(slo), y(0.0), y(1.0), y(1.0) - 4.0);
+    } else {
+        // Every request finished well inside the SLO: say where it is instead of stretching the axis.
+        let _ = writeln!(
+            svg,
+            "<text x=\"{}\" y=\"{}\" fill=\"red\" text-anchor=\"end\">SLO {slo} s (beyond the axis) →</text>",
+            w - pad,
+            y(1.0) - 4.0
+        );
+    }
     for (vals, color, label, row) in [
         (&e2e, "steelblue", "E2E", 0.0),
         (&ttft, "darkorange", "TTFT", 1.0),
@@ -191,6 +205,31 @@ pub fn cdf_svg(runs: &[Measured], slo_ms: f64, title: &str) -> String {
     }
     svg.push_str("</svg>\n");
     svg
+}
+
+/// The smallest of 1, 2, 2.5 or 5 × a power of ten that is at least `v`, so the five ticks
+/// fall on round numbers.
+fn nice_ceil(v: f64) -> f64 {
+    if !(v.is_finite() && v > 0.0) {
+        return 1.0;
+    }
+    let base = 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * base)
+        .find(|&c| c >= v * (1.0 - 1e-9))
+        .unwrap_or(10.0 * base)
+}
+
+/// A tick value with as many decimals as the axis needs (0.05 on a 0.25 s axis, 3 on a 15 s one).
+fn tick_label(s: f64, x_max: f64) -> String {
+    let decimals = (-(x_max / 5.0).log10().floor()).clamp(0.0, 4.0) as usize + 1;
+    let t = format!("{s:.decimals$}");
+    if t.contains('.') {
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        t
+    }
 }
 
 fn escape(s: &str) -> String {

@@ -6,6 +6,7 @@
 //! The engine is generic over [`StepModel`] (prefill prompts, decode one token for many sequences), so
 //! it runs the same on any burn backend; `serve::model` implements it for [`crate::model::CausalLm`].
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -22,15 +23,64 @@ use crate::model::generation::sampling::{Sampled, Sampler, SamplingParams};
 
 /// What the engine needs from a model.
 pub trait StepModel: Send + 'static {
-    /// Per-sequence decoding state (the KV / recurrent cache).
+    /// A prefilled sequence's decoding state (the KV / recurrent cache).
     type State: Send;
+    /// The running sequences' states, kept in place from step to step (see `serve::batch`).
+    type Batch: Send;
     fn vocab_size(&self) -> usize;
     /// Runs the prompts (each possibly continuing a cached prefix), batched where it can: the
     /// requests admitted in one iteration arrive together. One result per prompt, so that a bad
     /// prompt fails alone.
     fn prefill_batch(&mut self, prompts: &[&[u32]]) -> Vec<Result<Prefilled<Self::State>>>;
-    /// Feeds `tokens[i]` to sequence `i`, all in one batched forward; returns each one's logits.
-    fn decode(&self, tokens: &[u32], states: &mut [Self::State]) -> Result<Vec<Vec<f32>>>;
+    /// Prefills up to `budget` more tokens of `prompt` ahead of its admission, without logits, so
+    /// that the admission's prefill finds them done (chunked prefill). `None` when the model cannot
+    /// (then the prompt is prefilled in one piece).
+    fn warm(&mut self, _prompt: &[u32], _budget: usize) -> Result<Option<WarmUp>> {
+        Ok(None)
+    }
+    fn new_batch(&self) -> Self::Batch;
+    /// Adds prefilled sequences as the batch's last rows.
+    fn join(&self, batch: &mut Self::Batch, states: Vec<Self::State>) -> Result<()>;
+    /// Keeps rows `rows` (in that order), dropping the others' states.
+    fn keep(&self, batch: &mut Self::Batch, rows: &[usize]) -> Result<()>;
+    /// Feeds `tokens[i]` to row `i`, all in one batched forward; returns each one's logits.
+    fn decode(&self, tokens: &[u32], batch: &mut Self::Batch) -> Result<Vec<Vec<f32>>>;
+    /// Tokens the model may draft per speculative round for a lone sequence (0: no speculation).
+    fn draft_tokens(&self) -> usize {
+        0
+    }
+    /// Whether the batch (of one row) can speculate now: a plain step may be needed first.
+    fn can_speculate(&self, _batch: &Self::Batch) -> bool {
+        false
+    }
+    /// One speculative round for the batch's only row, whose next input is `last`, drafting `k`
+    /// tokens: `choose` gets the main model's logits of each checked position in order and says
+    /// which token the sequence took and whether it goes on.
+    fn speculate(
+        &self,
+        _batch: &mut Self::Batch,
+        _last: u32,
+        _k: usize,
+        _choose: &mut dyn FnMut(&[f32]) -> (Option<u32>, bool),
+    ) -> Result<SpecRound> {
+        anyhow::bail!("this model does not speculate")
+    }
+}
+
+pub use crate::model::generation::speculative::Round as SpecRound;
+
+/// Prompt tokens prefilled per engine iteration ahead of admission while sequences decode: about
+/// one `small` decode step's time at batch 32, so inter-token latency stays bounded when long
+/// prompts arrive.
+pub const PREFILL_CHUNK: usize = 256;
+
+/// What [`StepModel::warm`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WarmUp {
+    /// Tokens prefilled by this call.
+    pub advanced: usize,
+    /// Tokens of the prompt still to prefill.
+    pub left: usize,
 }
 
 /// A prefilled prompt: its state, the logits of its last position, and how many of its tokens
@@ -145,7 +195,8 @@ pub fn spawn<M: StepModel>(
                 config,
                 metrics,
                 active: Vec::new(),
-                states: Vec::new(),
+                batch: None,
+                warming: VecDeque::new(),
             }
             .run(rx)
         })
@@ -170,30 +221,36 @@ struct Engine<M: StepModel> {
     table: TokenTable,
     config: EngineConfig,
     metrics: Arc<Metrics>,
-    /// `active[i]` decodes with `states[i]` (separate vectors: the model takes a slice of states).
+    /// `active[i]` decodes with row `i` of `batch` (made on the engine thread: `None` until then).
     active: Vec<Active>,
-    states: Vec<M::State>,
+    batch: Option<M::Batch>,
+    /// Long prompts being prefilled a chunk per iteration (see [`Engine::ready`]).
+    warming: VecDeque<GenRequest>,
 }
 
 impl<M: StepModel> Engine<M> {
     fn run(mut self, rx: Receiver<GenRequest>) {
+        self.batch = Some(self.model.new_batch());
         let mut open = true;
-        while open || !self.active.is_empty() {
-            let mut admitted = Vec::new();
+        while open || !self.active.is_empty() || !self.warming.is_empty() {
+            let mut incoming = Vec::new();
             // Idle: block until work arrives (or every handle is gone).
-            if self.active.is_empty() {
+            if self.active.is_empty() && self.warming.is_empty() {
                 match rx.recv() {
-                    Ok(req) => admitted.extend(self.screen(req)),
+                    Ok(req) => incoming.extend(self.screen(req)),
                     Err(_) => break,
                 }
             }
-            while open && self.active.len() + admitted.len() < self.config.max_batch {
+            while open
+                && self.active.len() + self.warming.len() + incoming.len() < self.config.max_batch
+            {
                 match rx.try_recv() {
-                    Ok(req) => admitted.extend(self.screen(req)),
+                    Ok(req) => incoming.extend(self.screen(req)),
                     Err(mpsc::TryRecvError::Empty) => break,
                     Err(mpsc::TryRecvError::Disconnected) => open = false,
                 }
             }
+            let admitted = self.ready(incoming);
             self.admit(admitted);
             self.retire();
             if !self.active.is_empty() {
@@ -201,6 +258,36 @@ impl<M: StepModel> Engine<M> {
                 self.retire();
             }
         }
+    }
+
+    /// Chunked prefill: while sequences decode, a new prompt with more than [`PREFILL_CHUNK`]
+    /// tokens left to prefill advances by at most that many tokens per iteration (through the
+    /// model's prefix cache, see [`StepModel::warm`]) instead of stalling every running sequence
+    /// for its whole prefill; the last piece is prefilled with the batch's other newcomers.
+    /// Returns the requests ready for that.
+    fn ready(&mut self, incoming: Vec<GenRequest>) -> Vec<GenRequest> {
+        let mut waiting = std::mem::take(&mut self.warming);
+        waiting.extend(incoming);
+        if self.active.is_empty() {
+            return waiting.into(); // nothing to stall: prefill in one piece, fastest
+        }
+        let mut budget = PREFILL_CHUNK;
+        let mut ready = Vec::new();
+        for req in waiting {
+            match self.model.warm(&req.prompt, budget) {
+                Ok(Some(WarmUp { advanced, left })) if left > PREFILL_CHUNK => {
+                    budget = budget.saturating_sub(advanced);
+                    self.warming.push_back(req);
+                }
+                Ok(Some(WarmUp { advanced, .. })) => {
+                    budget = budget.saturating_sub(advanced);
+                    ready.push(req);
+                }
+                // No chunking here, or a bad prompt: the prefill says what is wrong.
+                Ok(None) | Err(_) => ready.push(req),
+            }
+        }
+        ready
     }
 
     /// Takes a request off the queue: `None` when its client gave up while queued or its prompt
@@ -228,6 +315,7 @@ impl<M: StepModel> Engine<M> {
         }
         let prompts: Vec<&[u32]> = reqs.iter().map(|r| r.prompt.as_slice()).collect();
         let results = self.model.prefill_batch(&prompts);
+        let mut states = Vec::with_capacity(results.len());
         for (req, result) in reqs.into_iter().zip(results) {
             let Prefilled {
                 state,
@@ -258,34 +346,88 @@ impl<M: StepModel> Engine<M> {
             };
             self.emit(&mut seq, &logits);
             self.active.push(seq);
-            self.states.push(state);
+            states.push(state);
+        }
+        let batch = self.batch.as_mut().expect("made when the engine starts");
+        if let Err(e) = self.model.join(batch, states) {
+            self.fail_all(&format!("joining the batch failed: {e:#}"));
         }
     }
 
-    /// One batched decode step over all unfinished sequences.
+    /// Fails every running sequence (their states are unusable); the engine keeps serving.
+    fn fail_all(&mut self, message: &str) {
+        for seq in self.active.iter_mut() {
+            let _ = seq.req.events.send(Event::Error(message.to_string()));
+            seq.finished = Some(FinishReason::Stop);
+        }
+    }
+
+    /// One batched decode step over all unfinished sequences, or a speculative round when one
+    /// sequence runs alone and the model drafts.
     fn step(&mut self) {
-        let tokens: Vec<u32> = self.active.iter().map(|a| a.last).collect();
-        self.metrics.set_running(tokens.len());
+        let mut batch = self.batch.take().expect("made when the engine starts");
+        self.metrics.set_running(self.active.len());
         self.metrics.decode_steps.fetch_add(1, Relaxed);
-        match self.model.decode(&tokens, &mut self.states) {
-            Ok(rows) => {
+        let started = std::time::Instant::now();
+        let generated_before: usize = self.active.iter().map(|a| a.generated).sum();
+        let lone = self.active.len() == 1;
+        // A round may have no drafts left to check (near max_tokens): it is then a plain step
+        // that keeps the head's state in step.
+        let k = self.speculation_budget();
+        let outcome = if lone && self.model.draft_tokens() > 0 && self.model.can_speculate(&batch) {
+            let mut active = std::mem::take(&mut self.active);
+            let seq = &mut active[0];
+            let last = seq.last;
+            let result = self.model.speculate(&mut batch, last, k, &mut |logits| {
+                let before = seq.generated;
+                self.emit(seq, logits);
+                let token = (seq.generated > before).then_some(seq.last);
+                (token, seq.finished.is_none())
+            });
+            self.active = active;
+            result.map(|r| {
+                self.metrics.record_speculation(r.drafted, r.accepted);
+                true
+            })
+        } else {
+            let tokens: Vec<u32> = self.active.iter().map(|a| a.last).collect();
+            self.model.decode(&tokens, &mut batch).map(|rows| {
                 let mut active = std::mem::take(&mut self.active);
                 for (seq, logits) in active.iter_mut().zip(&rows) {
                     self.emit(seq, logits);
                 }
                 self.active = active;
+                false
+            })
+        };
+        self.batch = Some(batch);
+        match outcome {
+            Ok(speculated) if lone => {
+                let generated: usize = self.active.iter().map(|a| a.generated).sum();
+                self.metrics.record_lone_step(
+                    speculated,
+                    generated - generated_before,
+                    started.elapsed(),
+                );
             }
-            Err(e) => {
-                // A failed step leaves the states unusable: fail the batch, keep serving new requests.
-                for seq in self.active.iter_mut() {
-                    let _ = seq
-                        .req
-                        .events
-                        .send(Event::Error(format!("decode failed: {e:#}")));
-                    seq.finished = Some(FinishReason::Stop);
-                }
-            }
+            Ok(_) => {}
+            // A failed step leaves the states unusable: fail the batch, keep serving new requests.
+            Err(e) => self.fail_all(&format!("decode failed: {e:#}")),
         }
+    }
+
+    /// Drafts the lone sequence may take this round: the model's number, but never so many that
+    /// the round (drafts plus the main model's own token) runs past `max_tokens` or the context.
+    fn speculation_budget(&self) -> usize {
+        let (k, Some(seq)) = (self.model.draft_tokens(), self.active.first()) else {
+            return 0;
+        };
+        let by_tokens = seq.req.params.max_tokens.saturating_sub(seq.generated + 1);
+        let by_context = self
+            .config
+            .max_context
+            .saturating_sub(seq.req.prompt.len() + seq.generated + 1);
+        k.min(by_tokens).min(by_context)
     }
 
     /// Chooses the next token from `logits`, streams its text, and decides whether the sequence ends.
@@ -374,15 +516,19 @@ impl<M: StepModel> Engine<M> {
         }
     }
 
-    /// Drops finished sequences together with their states.
+    /// Drops finished sequences together with their states (the batch keeps the others in order).
     fn retire(&mut self) {
-        let mut i = 0;
-        while i < self.active.len() {
-            if self.active[i].finished.is_some() {
-                self.active.swap_remove(i);
-                self.states.swap_remove(i);
-            } else {
-                i += 1;
+        if self.active.iter().any(|a| a.finished.is_some()) {
+            let keep: Vec<usize> = (0..self.active.len())
+                .filter(|&i| self.active[i].finished.is_none())
+                .collect();
+            self.active.retain(|a| a.finished.is_none());
+            let batch = self.batch.as_mut().expect("made when the engine starts");
+            if let Err(e) = self.model.keep(batch, &keep) {
+                self.fail_all(&format!("leaving the batch failed: {e:#}"));
+                self.active.clear();
+                let batch = self.batch.as_mut().expect("made when the engine starts");
+                let _ = self.model.keep(batch, &[]);
             }
         }
         self.metrics

@@ -61,6 +61,14 @@ pub struct Metrics {
     /// The largest batch any decode step has run (shows that batching happens).
     pub max_running: AtomicU64,
     pub decode_steps: AtomicU64,
+    /// MTP speculation (`serve --mtp`): rounds, drafted and accepted tokens.
+    pub spec_rounds: AtomicU64,
+    pub spec_drafted: AtomicU64,
+    pub spec_accepted: AtomicU64,
+    /// Steps while one sequence ran alone, plain and speculative: tokens and nanoseconds, whose
+    /// ratio of rates is the speed-up speculation gives at concurrency 1.
+    lone_plain: [AtomicU64; 2],
+    lone_spec: [AtomicU64; 2],
 }
 
 impl Metrics {
@@ -72,6 +80,44 @@ impl Metrics {
     pub fn set_running(&self, n: usize) {
         self.running.store(n as u64, Relaxed);
         self.max_running.fetch_max(n as u64, Relaxed);
+    }
+
+    pub fn record_speculation(&self, drafted: usize, accepted: usize) {
+        self.spec_rounds.fetch_add(1, Relaxed);
+        self.spec_drafted.fetch_add(drafted as u64, Relaxed);
+        self.spec_accepted.fetch_add(accepted as u64, Relaxed);
+    }
+
+    /// A step (plain, or a speculative round) of a lone sequence that gave it `tokens` tokens.
+    pub fn record_lone_step(&self, speculative: bool, tokens: usize, took: std::time::Duration) {
+        let [t, ns] = if speculative {
+            &self.lone_spec
+        } else {
+            &self.lone_plain
+        };
+        t.fetch_add(tokens as u64, Relaxed);
+        ns.fetch_add(took.as_nanos() as u64, Relaxed);
+    }
+
+    /// Accepted / drafted MTP tokens (0 before any round).
+    pub fn acceptance_rate(&self) -> f64 {
+        let drafted = self.spec_drafted.load(Relaxed);
+        if drafted == 0 {
+            return 0.0;
+        }
+        self.spec_accepted.load(Relaxed) as f64 / drafted as f64
+    }
+
+    /// Decode tokens/s of a lone sequence with speculation over without (0 until both ran).
+    pub fn speculation_speedup(&self) -> f64 {
+        let rate = |[t, ns]: &[AtomicU64; 2]| {
+            let (t, ns) = (t.load(Relaxed), ns.load(Relaxed));
+            (ns > 0).then(|| t as f64 / ns as f64)
+        };
+        match (rate(&self.lone_spec), rate(&self.lone_plain)) {
+            (Some(spec), Some(plain)) if plain > 0.0 => spec / plain,
+            _ => 0.0,
+        }
     }
 
     pub fn render(&self) -> String {
@@ -141,6 +187,24 @@ impl Metrics {
                 "Batched decode steps run.",
                 &self.decode_steps,
             ),
+            (
+                "hat_spec_rounds_total",
+                "counter",
+                "MTP speculative rounds (one verifying forward each).",
+                &self.spec_rounds,
+            ),
+            (
+                "hat_spec_draft_tokens_total",
+                "counter",
+                "Tokens the MTP head drafted.",
+                &self.spec_drafted,
+            ),
+            (
+                "hat_spec_accepted_tokens_total",
+                "counter",
+                "Drafted tokens the main model agreed with.",
+                &self.spec_accepted,
+            ),
         ];
         for (name, kind, help, v) in gauges {
             let _ = writeln!(
@@ -149,6 +213,16 @@ impl Metrics {
                 v.load(Relaxed)
             );
         }
+        let _ = writeln!(
+            out,
+            "# HELP hat_spec_acceptance_rate Accepted / drafted MTP tokens.\n# TYPE hat_spec_acceptance_rate gauge\nhat_spec_acceptance_rate {:.4}",
+            self.acceptance_rate()
+        );
+        let _ = writeln!(
+            out,
+            "# HELP hat_spec_decode_speedup Decode tokens/s of a lone sequence with MTP speculation over plain steps (0 until both ran).\n# TYPE hat_spec_decode_speedup gauge\nhat_spec_decode_speedup {:.4}",
+            self.speculation_speedup()
+        );
         out
     }
 }

@@ -5,9 +5,11 @@
 //! step) · [`detok`] (text deltas and stop strings) · [`guide`] (schema-guided forced tool calls) ·
 //! [`protocol`] (request parsing) · [`chat`] and [`stream`] (the chat endpoint and its SSE chunks) ·
 //! [`completions`] (legacy completions with vLLM's `prompt_logprobs`, scored by [`prompt_logprobs`]) ·
-//! [`agent`] · [`server`] (routes, auth, limits, shutdown) · [`metrics`] · [`error`] · [`cli`].
+//! [`agent`] · [`server`] (routes, limits, shutdown) · [`auth`] (the API key check) · [`metrics`] · [`error`] · [`cli`].
 
 pub mod agent;
+pub mod auth;
+pub mod batch;
 pub mod chat;
 pub mod cli;
 pub mod completions;
@@ -17,6 +19,7 @@ pub mod error;
 pub mod guide;
 pub mod metrics;
 pub mod model;
+pub mod mtp;
 pub mod prefix_cache;
 pub mod prompt_logprobs;
 pub mod protocol;

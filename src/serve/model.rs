@@ -1,14 +1,17 @@
 //! The model behind the engine: a [`CausalLm`] on a burn backend, loaded from a Hugging Face checkpoint
 //! directory (or random-initialised from a preset for demos and tests, labelled as such by the server),
-//! stepped with the model core's batched `extend_batch` (prefill) and `decode_step`, with prompt
-//! prefixes reused through the [`PrefixCache`].
+//! prefilled with the model core's batched `extend_batch` (prompt prefixes reused through the
+//! [`PrefixCache`]) and decoded on a persistent [`RunningBatch`], with MTP speculation for a lone
+//! sequence when asked (`serve --mtp`).
 
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
 use burn::prelude::Backend;
 
-use super::engine::{Prefilled, StepModel};
+use super::batch::RunningBatch;
+use super::engine::{Prefilled, SpecRound, StepModel, WarmUp};
+use super::mtp::{self, SpecState};
 use super::prefix_cache::PrefixCache;
 use crate::model::{Cache, CausalLm};
 use crate::train::batch::bucket;
@@ -28,6 +31,8 @@ pub const PREFILL_TOKENS: usize = 4096;
 pub struct BurnModel<B: Backend> {
     pub model: CausalLm<B>,
     pub prefixes: PrefixCache<Cache<B>>,
+    /// MTP drafts per speculative round (0: no speculation).
+    pub mtp_drafts: usize,
 }
 
 impl<B: Backend> BurnModel<B> {
@@ -41,7 +46,23 @@ impl<B: Backend> BurnModel<B> {
         BurnModel {
             model,
             prefixes: PrefixCache::new(PREFIX_BLOCK, PREFIX_ENTRIES),
+            mtp_drafts: 0,
         }
+    }
+
+    /// Speculates with the model's MTP head, `drafts` tokens per round, while one sequence runs.
+    pub fn with_mtp(mut self, drafts: usize) -> Result<Self> {
+        if self.model.mtp.is_none() {
+            bail!(
+                "--mtp: this checkpoint has no MTP head (no mtp.* weights; mtp_num_hidden_layers \
+                 is 0); train one with `teacher-distill sft --mtp-loss-weight 0.3`"
+            );
+        }
+        if drafts == 0 {
+            bail!("--mtp-draft-tokens: draft at least one token per round");
+        }
+        self.mtp_drafts = drafts;
+        Ok(self)
     }
 
     /// Keeps at most `entries` prefix states (0 disables prefix caching).
@@ -96,6 +117,7 @@ impl<B: Backend> BurnModel<B> {
 
 impl<B: Backend> StepModel for BurnModel<B> {
     type State = Cache<B>;
+    type Batch = RunningBatch<B>;
 
     fn vocab_size(&self) -> usize {
         self.model.config.vocab_size
@@ -152,8 +174,76 @@ impl<B: Backend> StepModel for BurnModel<B> {
             .collect()
     }
 
-    fn decode(&self, tokens: &[u32], states: &mut [Cache<B>]) -> Result<Vec<Vec<f32>>> {
-        self.model.decode_step(tokens, states)
+    /// Advances the prompt's whole prefix blocks after its longest cached prefix, up to `budget`
+    /// tokens, storing each block's state in the prefix cache, where the admission's prefill
+    /// finds them (an entry evicted meanwhile is only computed again).
+    fn warm(&mut self, prompt: &[u32], budget: usize) -> Result<Option<WarmUp>> {
+        if !self.prefixes.is_enabled() {
+            return Ok(None);
+        }
+        let (cached, mut state) = self
+            .prefixes
+            .longest(prompt)
+            .unwrap_or_else(|| (0, self.model.new_cache()));
+        let mut pos = cached;
+        let blocks: Vec<usize> = self
+            .prefixes
+            .boundaries(pos, prompt.len())
+            .take_while(|&b| b - cached <= budget)
+            .collect();
+        for b in blocks {
+            self.model.advance(&prompt[pos..b], &mut state)?;
+            self.prefixes.insert(&prompt[..b], state.clone());
+            pos = b;
+        }
+        Ok(Some(WarmUp {
+            advanced: pos - cached,
+            left: prompt.len() - pos,
+        }))
+    }
+
+    fn new_batch(&self) -> RunningBatch<B> {
+        RunningBatch::default()
+    }
+
+    fn join(&self, batch: &mut RunningBatch<B>, states: Vec<Cache<B>>) -> Result<()> {
+        batch.join(states)
+    }
+
+    fn keep(&self, batch: &mut RunningBatch<B>, rows: &[usize]) -> Result<()> {
+        batch.keep(rows)
+    }
+
+    fn decode(&self, tokens: &[u32], batch: &mut RunningBatch<B>) -> Result<Vec<Vec<f32>>> {
+        let cache = batch
+            .cache
+            .as_mut()
+            .ok_or_else(|| anyhow!("no running sequences to decode"))?;
+        let rows: Vec<Vec<u32>> = tokens.iter().map(|&t| vec![t]).collect();
+        let (logits, hidden) = self.model.extend_stacked(&rows, cache)?;
+        let [n, _, v] = logits.dims();
+        // A lone sequence may speculate next: keep its hidden state (and drop a head whose
+        // cache misses this step's slot).
+        batch.spec = (self.mtp_drafts > 0 && n == 1).then(|| SpecState::new(hidden));
+        crate::model::generation::generate::rows_to_host(logits.reshape([n, v]))
+    }
+
+    fn draft_tokens(&self) -> usize {
+        self.mtp_drafts
+    }
+
+    fn can_speculate(&self, batch: &RunningBatch<B>) -> bool {
+        self.mtp_drafts > 0 && batch.rows() == 1 && batch.spec.is_some()
+    }
+
+    fn speculate(
+        &self,
+        batch: &mut RunningBatch<B>,
+        last: u32,
+        k: usize,
+        choose: &mut dyn FnMut(&[f32]) -> (Option<u32>, bool),
+    ) -> Result<SpecRound> {
+        mtp::round(&self.model, batch, last, k, choose)
     }
 }
 
@@ -208,10 +298,12 @@ mod tests {
 
         // The restored state decodes like the fresh one.
         let x = with_cache
-            .decode(&[3], std::slice::from_mut(&mut hit.state))
+            .model
+            .decode_step(&[3], std::slice::from_mut(&mut hit.state))
             .unwrap();
         let y = without
-            .decode(&[3], std::slice::from_mut(&mut fresh.state))
+            .model
+            .decode_step(&[3], std::slice::from_mut(&mut fresh.state))
             .unwrap();
         assert!(max_abs_diff(&x[0], &y[0]) < 1e-4);
     }
@@ -253,9 +345,12 @@ mod tests {
             let next: Vec<u32> = (0..prompts.len() as u32)
                 .map(|r| (r * 7 + step * 3 + 1) % 300)
                 .collect();
-            let rows = batched.decode(&next, &mut states).unwrap();
+            let rows = batched.model.decode_step(&next, &mut states).unwrap();
             for (r, (tok, state)) in next.iter().zip(alone.iter_mut()).enumerate() {
-                let one = single.decode(&[*tok], std::slice::from_mut(state)).unwrap();
+                let one = single
+                    .model
+                    .decode_step(&[*tok], std::slice::from_mut(state))
+                    .unwrap();
                 let d = max_abs_diff(&rows[r], &one[0]);
                 assert!(
                     d < 1e-4,

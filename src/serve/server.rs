@@ -125,7 +125,7 @@ async fn require_key(State(app): State<App>, req: Request, next: Next) -> Respon
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        if given != Some(key.as_str()) {
+        if !given.is_some_and(|g| super::auth::key_matches(g.as_bytes(), key.as_bytes())) {
             app.metrics.count_request(req.uri().path(), 401);
             return ApiError::new(
                 StatusCode::UNAUTHORIZED,

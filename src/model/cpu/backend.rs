@@ -98,6 +98,23 @@ pub fn cat<B: Backend, const D: usize>(parts: Vec<Tensor<B, D>>, dim: usize) -> 
     tensor(values, shape)
 }
 
+/// `t` owning exactly its values. A narrowed tensor shares its parent's buffer and keeps all of it
+/// alive: a sequence's DeltaNet conv history cut from the conv input of its whole prompt (one
+/// `[T + 3, conv_dim]` buffer per layer for 3 rows of it), a row split from a batch. A state kept
+/// for long (a running sequence, a prefix-cache entry) must not pin such a buffer.
+pub fn compact<B: Backend, const D: usize>(t: Tensor<B, D>) -> Tensor<B, D> {
+    if !is_cpu::<B>() {
+        return t;
+    }
+    let shape = t.dims();
+    let array = into_array(t);
+    let values = match array.as_slice() {
+        Some(run) => run.to_vec(),
+        None => array_values(array),
+    };
+    tensor(values, shape)
+}
+
 /// `1 / (1 + e^-x)`, elementwise.
 pub fn sigmoid<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     if !is_cpu::<B>() {

@@ -2,10 +2,14 @@
 //! DeltaNet layers. One [`LayerCache`] per decoder layer; `seq_len` counts tokens already seen.
 //!
 //! Sequences of different lengths decode (or prefill) together by [`Cache::stack`]ing their caches
-//! into one batch (keys right-padded to the longest row, recurrent states concatenated along the
-//! batch), running one forward, and [`Cache::unstack`]ing the result.
+//! into one batch: keys right-padded to the longest row, recurrent states concatenated along the
+//! batch. Each row remembers its padding as a gap of key slots (`gaps`); since every later decode
+//! step appends one key to every row at the end, the gap stays where it is and the batch can stay
+//! stacked from step to step (the serve engine keeps one such *persistent* batch: a sequence
+//! joining or leaving costs one copy, a decode step none). [`Cache::unstack`] splits a batch back
+//! into single-sequence caches without the padding.
 
-use crate::model::cpu::backend::cat;
+use crate::model::cpu::backend::{cat, compact};
 use anyhow::{bail, Result};
 use burn::prelude::*;
 
@@ -56,6 +60,9 @@ pub struct Cache<B: Backend> {
     /// For a stacked batch: each row's true length (its next position). `None` when every row
     /// has `seq_len` tokens.
     pub row_lens: Option<Vec<usize>>,
+    /// For a stacked batch: each row's padding, key slots `lo..hi` that it does not see (its real
+    /// keys are the slots before `lo` and from `hi` on). Fixed when the batch is stacked.
+    pub gaps: Option<Vec<(usize, usize)>>,
 }
 
 impl<B: Backend> Cache<B> {
@@ -64,7 +71,13 @@ impl<B: Backend> Cache<B> {
             layers: (0..num_layers).map(|_| LayerCache::default()).collect(),
             seq_len: 0,
             row_lens: None,
+            gaps: None,
         }
+    }
+
+    /// Rows in this cache (1 unless it is a stacked batch).
+    pub fn rows(&self) -> usize {
+        self.row_lens.as_ref().map_or(1, Vec::len)
     }
 
     /// Position of each row's next token.
@@ -111,6 +124,7 @@ impl<B: Backend> Cache<B> {
         Ok(Self {
             layers,
             seq_len: longest,
+            gaps: Some(lens.iter().map(|&l| (l, longest)).collect()),
             row_lens: Some(lens),
         })
     }
@@ -141,42 +155,45 @@ impl<B: Backend> Cache<B> {
                 .collect(),
             seq_len: self.seq_len,
             row_lens: None,
+            gaps: None,
         }
     }
 
-    /// Splits a stacked batch that has since taken `added[r]` more tokens in row r (right-padded to
-    /// the longest, and its `row_lens` advanced by `added`) back into single-sequence caches,
-    /// dropping each row's padding: row r keeps its real cached keys and its first `added[r]` new
-    /// ones.
-    pub fn unstack(self, added: &[usize]) -> Vec<Cache<B>> {
-        let new = added.iter().copied().max().unwrap_or(0);
-        let lens: Vec<usize> = self
-            .positions()
-            .iter()
-            .zip(added)
-            .map(|(l, a)| l - a)
-            .collect();
-        let padded = self.seq_len - new;
+    /// Splits a stacked batch back into single-sequence caches, dropping each row's padding: row r
+    /// keeps its real keys before its gap and the ones after it up to its length. After a forward of
+    /// right-padded tails of different lengths (a batched prefill) the padding after each row's
+    /// last real key goes too: only `row_lens` counts.
+    pub fn unstack(self) -> Vec<Cache<B>> {
+        let lens = self.positions();
+        let gaps = self
+            .gaps
+            .clone()
+            .unwrap_or_else(|| vec![(self.seq_len, self.seq_len)]);
         let mut out: Vec<Cache<B>> = lens
             .iter()
-            .zip(added)
-            .map(|(&len, &add)| Cache {
+            .map(|&len| Cache {
                 layers: Vec::with_capacity(self.layers.len()),
-                seq_len: len + add,
+                seq_len: len,
                 row_lens: None,
+                gaps: None,
             })
             .collect();
         let row = |t: &Tensor<B, 4>, r: usize| t.clone().narrow(0, r, 1);
         for layer in self.layers {
-            for (r, ((c, &len), &add)) in out.iter_mut().zip(&lens).zip(added).enumerate() {
-                // Keep the row's `len` real cached keys and the `add` real ones after the padding.
+            for (r, (c, (&len, &(lo, hi)))) in
+                out.iter_mut().zip(lens.iter().zip(&gaps)).enumerate()
+            {
+                // The `lo` keys before the gap, then the `len - lo` after it; compacted, so that
+                // a sequence does not keep the whole batch's buffer alive.
                 let keep = |t: &Tensor<B, 4>| {
                     let t = row(t, r);
-                    let fresh = t.clone().narrow(2, padded, add);
-                    if len == 0 {
-                        fresh
-                    } else {
-                        cat(vec![t.narrow(2, 0, len), fresh], 2)
+                    match (lo, len - lo) {
+                        (_, 0) => compact(t.narrow(2, 0, lo)),
+                        (0, after) => compact(t.narrow(2, hi, after)),
+                        (before, after) => cat(
+                            vec![t.clone().narrow(2, 0, before), t.narrow(2, hi, after)],
+                            2,
+                        ),
                     }
                 };
                 c.layers.push(LayerCache {
@@ -189,13 +206,49 @@ impl<B: Backend> Cache<B> {
                             .deltanet
                             .conv
                             .as_ref()
-                            .map(|t| t.clone().narrow(0, r, 1)),
-                        recurrent: layer.deltanet.recurrent.as_ref().map(|t| row(t, r)),
+                            .map(|t| compact(t.clone().narrow(0, r, 1))),
+                        recurrent: layer
+                            .deltanet
+                            .recurrent
+                            .as_ref()
+                            .map(|t| compact(row(t, r))),
                     },
                 });
             }
         }
         out
+    }
+
+    /// This batch (or single cache) with `more` single-sequence caches added as its last rows: the
+    /// rows already in it are split out and everything is stacked again (two copies of the batch,
+    /// paid when a sequence joins, not on every step).
+    pub fn join(self, more: Vec<Cache<B>>) -> Result<Self> {
+        let mut rows = if self.row_lens.is_some() {
+            self.unstack()
+        } else {
+            vec![self]
+        };
+        rows.extend(more);
+        Self::stack(&rows)
+    }
+
+    /// The batch of rows `keep` (in that order), stacked again: the padding that only the rows
+    /// leaving needed (the longest one's length) goes with them instead of staying in every
+    /// kept row for the rest of its decoding. Two copies of the batch, when sequences leave.
+    pub fn keep_rows(self, keep: &[usize]) -> Result<Self> {
+        if self.row_lens.is_none() {
+            bail!("keep_rows needs a stacked batch");
+        }
+        let n = self.rows();
+        let mut rows: Vec<Option<Cache<B>>> = self.unstack().into_iter().map(Some).collect();
+        let kept = keep
+            .iter()
+            .map(|&r| match rows.get_mut(r).and_then(Option::take) {
+                Some(c) => Ok(c),
+                None => bail!("row {r} is not in the batch of {n} (or kept twice)"),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Self::stack(&kept)
     }
 }
 

@@ -153,7 +153,7 @@ impl<B: Backend> CausalLm<B> {
             let hidden = self
                 .hidden_states_padded(ids, Some(&mut batch), ragged.then_some(&lens[..]))
                 .0;
-            for (slot, c) in caches.iter_mut().zip(batch.unstack(&lens)) {
+            for (slot, c) in caches.iter_mut().zip(batch.unstack()) {
                 *slot = c;
             }
             hidden
@@ -174,6 +174,33 @@ impl<B: Backend> CausalLm<B> {
         );
         let v = logits.dims()[2];
         rows_to_host(logits.reshape([n, v]))
+    }
+}
+
+impl<B: Backend> CausalLm<B> {
+    /// Feeds `rows[r]` (all of one length) to row r of `batch`, a stacked batch ([`Cache::stack`])
+    /// or a single sequence, which stays as it is: the serve engine's persistent batch decodes
+    /// step after step without splitting it. Returns the logits `[B, T, V]` and the final hidden
+    /// states `[B, T, H]` (for an MTP head) of every new position.
+    pub fn extend_stacked(
+        &self,
+        rows: &[Vec<u32>],
+        batch: &mut Cache<B>,
+    ) -> Result<(Tensor<B, 3>, Tensor<B, 3>)> {
+        if rows.len() != batch.rows() {
+            bail!(
+                "extend_stacked got {} token rows for a batch of {}",
+                rows.len(),
+                batch.rows()
+            );
+        }
+        for (r, (row, pos)) in rows.iter().zip(batch.positions()).enumerate() {
+            self.check_tokens(row, pos, 0)
+                .with_context(|| format!("sequence {r}"))?;
+        }
+        let ids = ids_tensor(rows, &self.device())?;
+        let (hidden, _) = self.hidden_states(ids, Some(batch));
+        Ok((self.lm_logits(hidden.clone()), hidden))
     }
 }
 
@@ -275,10 +302,6 @@ impl Sequence {
             .tokens
             .last()
             .expect("a sequence is prefilled before it decodes")
-    }
-
-    pub(crate) fn tokens(&self) -> &[u32] {
-        &self.tokens
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -44,6 +44,90 @@ impl SpecStats {
     }
 }
 
+/// What one speculative round did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Round {
+    pub drafted: usize,
+    /// Drafts equal to the token chosen at their position, not counting one at which the
+    /// sequence ended.
+    pub accepted: usize,
+}
+
+/// The MTP head's state for one sequence: its KV cache, and its last hidden state and logits
+/// (which give the next round's first draft).
+pub struct MtpHead<B: Backend> {
+    cache: Cache<B>,
+    hidden: Tensor<B, 3>,
+    logits: Vec<f32>,
+}
+
+impl<B: Backend> MtpHead<B> {
+    /// Runs the head over slots pairing the main model's final hidden states `hidden: [1, T, H]`
+    /// with the tokens after them, `next` (T tokens, the last one chosen but not yet fed).
+    pub fn prime(model: &CausalLm<B>, hidden: Tensor<B, 3>, next: &[u32]) -> Result<Self> {
+        let mut cache = Cache::new(1);
+        let (hidden, logits) = model.mtp_extend(hidden, next, &mut cache)?;
+        Ok(Self {
+            cache,
+            hidden,
+            logits,
+        })
+    }
+}
+
+/// One round for a sequence whose main-model state is `cache` and whose next input is `last`:
+/// `k` drafts from `head`, one main-model forward over `[last, drafts…]`, and `choose` receives
+/// the logits of each checked position in order and returns the token the sequence took there
+/// (if any) and whether it goes on. Afterwards `cache` holds `last` and the accepted drafts and
+/// `head` is advanced over them, unless the sequence ended (then both are stale).
+pub fn round<B: Backend>(
+    model: &CausalLm<B>,
+    cache: &mut Cache<B>,
+    head: &mut MtpHead<B>,
+    last: u32,
+    k: usize,
+    choose: &mut dyn FnMut(&[f32]) -> (Option<u32>, bool),
+) -> Result<Round> {
+    let drafts = model.draft(&head.hidden, &head.logits, &head.cache, k)?;
+    let snapshot = cache.clone();
+    let input: Vec<u32> = std::iter::once(last)
+        .chain(drafts.iter().copied())
+        .collect();
+    let (logits, hidden) = model.extend_stacked(&[input.clone()], cache)?;
+    let v = logits.dims()[2];
+    let rows = rows_to_host(logits.reshape([k + 1, v]))?;
+    let mut emitted = Vec::with_capacity(k + 1);
+    for (j, row) in rows.iter().enumerate() {
+        let (token, goes_on) = choose(row);
+        emitted.extend(token);
+        if !goes_on {
+            return Ok(Round {
+                drafted: k,
+                accepted: j,
+            });
+        }
+        if token.is_none() || drafts.get(j) != token.as_ref() {
+            break;
+        }
+    }
+    let kept = emitted.len();
+    // The cache must hold `last` and the accepted drafts only. Attention could simply drop the
+    // rejected drafts' keys, but a Gated DeltaNet state cannot be rewound, so a rejection
+    // restores the snapshot and feeds the kept tokens again.
+    let hidden = if kept == k + 1 {
+        hidden
+    } else {
+        *cache = snapshot;
+        model.extend_stacked(&[input[..kept].to_vec()], cache)?.1
+    };
+    // Head slot i pairs main hidden state i with the token after it: the emitted ones.
+    (head.hidden, head.logits) = model.mtp_extend(hidden, &emitted, &mut head.cache)?;
+    Ok(Round {
+        drafted: k,
+        accepted: kept - 1,
+    })
+}
+
 /// Generates for one prompt, drafting up to `draft_tokens` tokens per round with the MTP head.
 pub fn generate_speculative<B: Backend>(
     model: &CausalLm<B>,
@@ -84,48 +168,20 @@ pub fn generate_speculative_until<B: Backend>(
     let last = rows_to_host(out.logits.narrow(1, t - 1, 1).reshape([1, v]))?;
     seq.push(&last[0], &mut stop_after);
     // MTP slot i pairs h_i with x_{i+1}: the prompt shifted left, then the sampled token.
-    let mut mtp_cache = Cache::new(1);
     let shifted: Vec<u32> = prompt[1..].iter().chain([&seq.last()]).copied().collect();
-    let (mut mtp_hidden, mut mtp_logits) =
-        model.mtp_extend(out.hidden, &shifted, &mut mtp_cache)?;
+    let mut head = MtpHead::prime(model, out.hidden, &shifted)?;
 
     while !seq.is_done() {
         // Never verify past max_tokens: the round emits up to k + 1 tokens.
         let k = draft_tokens.min(params.max_tokens - seq.len() - 1);
-        let drafts = model.draft(&mtp_hidden, &mtp_logits, &mtp_cache, k)?;
-
-        let input: Vec<u32> = [seq.last()]
-            .into_iter()
-            .chain(drafts.iter().copied())
-            .collect();
-        let snapshot = cache.clone();
-        let out = model.forward_cached(ids_tensor(&[input.clone()], &device)?, &mut cache);
-        let rows = rows_to_host(out.logits.reshape([k + 1, v]))?;
-        let mut accepted = 0;
-        for (j, row) in rows.iter().enumerate() {
+        let last = seq.last();
+        let r = round(model, &mut cache, &mut head, last, k, &mut |row| {
             let token = seq.push(row, &mut stop_after);
-            if seq.is_done() || drafts.get(j) != Some(&token) {
-                break;
-            }
-            accepted += 1;
-        }
+            (Some(token), !seq.is_done())
+        })?;
         stats.rounds += 1;
-        stats.drafted += k;
-        stats.accepted += accepted;
-        if seq.is_done() {
-            break;
-        }
-        let hidden = if accepted == k {
-            out.hidden
-        } else {
-            cache = snapshot;
-            let kept = input[..=accepted].to_vec();
-            model
-                .forward_cached(ids_tensor(&[kept], &device)?, &mut cache)
-                .hidden
-        };
-        let emitted = &seq.tokens()[seq.len() - (accepted + 1)..];
-        (mtp_hidden, mtp_logits) = model.mtp_extend(hidden, emitted, &mut mtp_cache)?;
+        stats.drafted += r.drafted;
+        stats.accepted += r.accepted;
     }
     Ok((seq.finish(), stats))
 }
@@ -134,7 +190,7 @@ impl<B: Backend> CausalLm<B> {
     /// Runs the MTP head over slots that pair `hidden: [1, T, H]` (main-model states, or the
     /// head's own output when drafting) with the `next` tokens, extending its KV `cache`.
     /// Returns the last slot's MTP hidden state `[1, 1, H]` and its logits.
-    fn mtp_extend(
+    pub(crate) fn mtp_extend(
         &self,
         hidden: Tensor<B, 3>,
         next: &[u32],
@@ -159,7 +215,7 @@ impl<B: Backend> CausalLm<B> {
     /// `k` greedy drafts: the first from the head's current logits, each next one by feeding
     /// the head its own output with the previous draft (on a copy of its cache, since the
     /// verified tokens replace these slots).
-    fn draft(
+    pub(crate) fn draft(
         &self,
         hidden: &Tensor<B, 3>,
         logits: &[f32],

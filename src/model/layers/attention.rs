@@ -155,7 +155,8 @@ impl<B: Backend> Attention<B> {
         };
         // Query blocks: a block attends only to the keys up to its last query (causal), which skips
         // about half of the score matrix on long sequences and keeps each block's scores small.
-        let o = self.attend(&q, &k, &v, &rope.starts, QUERY_BLOCK); // [B, nh, T, hd]
+        let gaps = rope.gaps.as_deref();
+        let o = self.attend(&q, &k, &v, &rope.starts, gaps, QUERY_BLOCK); // [B, nh, T, hd]
         let o = o.swap_dims(1, 2).reshape([b, t, nh * hd]);
         let o = match gate {
             Some(g) => o * sigmoid(g),
@@ -166,13 +167,15 @@ impl<B: Backend> Attention<B> {
 
     /// The `T` new queries `q: [B, nh, T, hd]` against the keys/values `[B, nkv, cached + T, hd]`,
     /// `block` queries at a time: each block sees the cached slots and the new keys up to its own
-    /// last query. Returns `[B, nh, T, hd]`.
+    /// last query. `gaps`: each row's padding slots in a persistent batch (see [`gap_of`]).
+    /// Returns `[B, nh, T, hd]`.
     fn attend(
         &self,
         q: &Tensor<B, 4>,
         k: &Tensor<B, 4>,
         v: &Tensor<B, 4>,
         starts: &[usize],
+        gaps: Option<&[(usize, usize)]>,
         block: usize,
     ) -> Tensor<B, 4> {
         let [_, _, t, hd] = q.dims();
@@ -181,8 +184,9 @@ impl<B: Backend> Attention<B> {
         if is_cpu::<B>() && t <= cpu::attention::FEW_QUERIES {
             let start = |row: usize| starts[row.min(starts.len() - 1)];
             let window = self.sliding_window;
-            let visible =
-                |row: usize, i: usize, j: usize| visible(window, start(row), cached, i, j);
+            let visible = |row: usize, i: usize, j: usize| {
+                visible(window, start(row), gap_of(starts, gaps, cached, row), i, j)
+            };
             return cpu::attention::attend(q.clone(), k.clone(), v.clone(), scale, &visible);
         }
         if is_cpu_autodiff::<B>() {
@@ -190,10 +194,11 @@ impl<B: Backend> Attention<B> {
                 window: self.sliding_window,
                 cached,
                 starts: starts.to_vec(),
+                gaps: gaps.map(<[_]>::to_vec),
             };
             return train_ops::attention::attend(q.clone(), k.clone(), v.clone(), scale, causal);
         }
-        self.attend_blocks(q, k, v, starts, block)
+        self.attend_blocks(q, k, v, starts, gaps, block)
     }
 
     /// [`Self::attend`] in burn ops, `block` queries at a time (what the GPU runs; the reference of
@@ -204,6 +209,7 @@ impl<B: Backend> Attention<B> {
         k: &Tensor<B, 4>,
         v: &Tensor<B, 4>,
         starts: &[usize],
+        gaps: Option<&[(usize, usize)]>,
         block: usize,
     ) -> Tensor<B, 4> {
         let [b, nh, t, hd] = q.dims();
@@ -226,7 +232,7 @@ impl<B: Backend> Attention<B> {
                     .matmul(k.swap_dims(2, 3))
                     .mul_scalar((hd as f64).powf(-0.5));
                 let scores = scores.reshape([b, nh, len, tk])
-                    + self.mask(from, len, cached, starts, &q.device());
+                    + self.mask(from, len, cached, starts, gaps, &q.device());
                 let probs = softmax_last(scores).reshape([b, nkv, rep * len, tk]);
                 probs.matmul(v).reshape([b, nh, len, hd])
             })
@@ -249,14 +255,16 @@ impl<B: Backend> Attention<B> {
         len: usize,
         cached: usize,
         starts: &[usize],
+        gaps: Option<&[(usize, usize)]>,
         device: &B::Device,
     ) -> Tensor<B, 4> {
         let tk = cached + from + len;
         let mut m = vec![0f32; starts.len() * len * tk];
         for (r, &start) in starts.iter().enumerate() {
+            let gap = gap_of(starts, gaps, cached, r);
             for i in 0..len {
                 for j in 0..tk {
-                    if !visible(self.sliding_window, start, cached, from + i, j) {
+                    if !visible(self.sliding_window, start, gap, from + i, j) {
                         m[(r * len + i) * tk + j] = f32::NEG_INFINITY;
                     }
                 }
@@ -275,19 +283,39 @@ impl<B: Backend> Attention<B> {
     }
 }
 
-/// Whether new query `i` (0 = the first new token) of a row whose first `start` cached slots are
-/// real sees key slot `j` (the `cached` slots, then the new keys); `window` is the sliding window
+/// Row `row`'s padding, the key slots `lo..hi` it does not see: its gap in a persistent batch
+/// (`gaps`, fixed when the batch was stacked), else the slots between its `starts[row]` real
+/// cached keys and the batch's `cached` slots (empty for a single sequence).
+pub(in crate::model) fn gap_of(
+    starts: &[usize],
+    gaps: Option<&[(usize, usize)]>,
+    cached: usize,
+    row: usize,
+) -> (usize, usize) {
+    match gaps {
+        Some(g) => g[row.min(g.len() - 1)],
+        None => (starts[row.min(starts.len() - 1)].min(cached), cached),
+    }
+}
+
+/// Whether new query `i` (0 = the first new token) of a row at position `start` sees key slot `j`
+/// (the cached slots, then the new keys); the row's slots `gap.0..gap.1` are padding, and the
+/// slots after the gap hold the positions after those before it. `window` is the sliding window
 /// (0: none).
 pub(in crate::model) fn visible(
     window: usize,
     start: usize,
-    cached: usize,
+    gap: (usize, usize),
     i: usize,
     j: usize,
 ) -> bool {
+    let (lo, hi) = gap;
+    if (lo..hi).contains(&j) {
+        return false;
+    }
     let qpos = start + i;
-    let kpos = if j < cached { j } else { start + j - cached };
-    (j >= cached || j < start) && kpos <= qpos && (window == 0 || qpos - kpos < window)
+    let kpos = if j < lo { j } else { j - (hi - lo) };
+    kpos <= qpos && (window == 0 || qpos - kpos < window)
 }
 
 #[cfg(test)]
@@ -324,9 +352,9 @@ mod tests {
             let k = Tensor::<NdArray<f32>, 4>::random([2, 2, cached + t, 8], normal, &device);
             let v = Tensor::<NdArray<f32>, 4>::random([2, 2, cached + t, 8], normal, &device);
             let starts = [cached, cached.saturating_sub(5)];
-            let whole = attn.attend(&q, &k, &v, &starts, t);
+            let whole = attn.attend(&q, &k, &v, &starts, None, t);
             for block in [1, 64, 100] {
-                let blocked = attn.attend(&q, &k, &v, &starts, block);
+                let blocked = attn.attend(&q, &k, &v, &starts, None, block);
                 let diff: f32 = (blocked - whole.clone()).abs().max().into_scalar();
                 assert!(
                     diff < 1e-5,
@@ -364,8 +392,8 @@ mod tests {
             let v = Tensor::<NdArray<f32>, 4>::random([3, 2, cached + t, 12], normal, &device);
             // Row 1 has padding after its real cached keys; row 2 has no cached keys at all.
             let starts = [cached, cached.saturating_sub(7), 0];
-            let got = attn.attend(&q, &k, &v, &starts, 256);
-            let expected = attn.attend_blocks(&q, &k, &v, &starts, 256);
+            let got = attn.attend(&q, &k, &v, &starts, None, 256);
+            let expected = attn.attend_blocks(&q, &k, &v, &starts, None, 256);
             let diff = (got.into_data().to_vec::<f32>().unwrap().iter())
                 .zip(expected.into_data().to_vec::<f32>().unwrap())
                 .map(|(a, b)| (a - b).abs())

@@ -6,7 +6,7 @@
 
 use super::linear::Linear;
 use super::norm::GatedRmsNorm;
-use crate::model::cpu::backend::{cat, is_cpu, sigmoid, silu};
+use crate::model::cpu::backend::{cat, compact, is_cpu, sigmoid, silu};
 use crate::model::generation::cache::DeltaNetState;
 use crate::model::io::weights::{
     linear, param, visit_linear, HfLayout, HfVisitor, Init, WeightSource,
@@ -214,8 +214,9 @@ impl<B: Backend> GatedDeltaNet<B> {
         };
         if let Some(s) = state.as_mut() {
             if history > 0 {
-                // The inputs before each row's next token: `xcat[len .. len + K-1]`.
-                s.conv = Some(match lens {
+                // The inputs before each row's next token: `xcat[len .. len + K-1]`, compacted so
+                // that the state does not pin the whole prompt's conv input.
+                s.conv = Some(compact(match lens {
                     Some(lens) => cat(
                         lens.iter()
                             .enumerate()
@@ -224,7 +225,7 @@ impl<B: Backend> GatedDeltaNet<B> {
                         0,
                     ),
                     None => xcat.clone().narrow(1, t, history),
-                });
+                }));
             }
         }
         let w = self.conv1d.val().reshape([conv_dim, kernel]);

@@ -15,6 +15,8 @@ pub struct RopeTables<B: Backend> {
     /// Position of each row's first token (one entry when all rows start together). Attention
     /// reads it as the number of valid cached keys of that row.
     pub starts: Vec<usize>,
+    /// Each row's padding key slots in a persistent batch (`Cache::gaps`); `None` elsewhere.
+    pub gaps: Option<Vec<(usize, usize)>>,
 }
 
 impl<B: Backend> RopeTables<B> {
@@ -61,7 +63,14 @@ impl<B: Backend> RopeTables<B> {
             sin: Tensor::from_data(TensorData::new(sin, shape), device),
             rotary_dim,
             starts: starts.to_vec(),
+            gaps: None,
         }
+    }
+
+    /// These tables for a batch whose rows have padding gaps in their keys.
+    pub fn with_gaps(mut self, gaps: Option<Vec<(usize, usize)>>) -> Self {
+        self.gaps = gaps;
+        self
     }
 
     /// Applies the rotation to `x: [B, T, heads, head_dim]`.

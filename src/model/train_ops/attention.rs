@@ -16,7 +16,7 @@
 use super::autodiff::{self as ad, Cpu};
 use crate::model::cpu::backend::softmax_row;
 use crate::model::cpu::spin_team;
-use crate::model::layers::attention::visible;
+use crate::model::layers::attention::{gap_of, visible};
 use burn::backend::autodiff::checkpoint::{base::Checkpointer, strategy::NoCheckpointing};
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
@@ -34,12 +34,15 @@ pub struct Causal {
     pub window: usize,
     pub cached: usize,
     pub starts: Vec<usize>,
+    /// Each row's padding in a persistent batch (see [`gap_of`]); `None` outside one.
+    pub gaps: Option<Vec<(usize, usize)>>,
 }
 
 impl Causal {
     fn sees(&self, row: usize, query: usize, key: usize) -> bool {
         let start = self.starts[row.min(self.starts.len() - 1)];
-        visible(self.window, start, self.cached, query, key)
+        let gap = gap_of(&self.starts, self.gaps.as_deref(), self.cached, row);
+        visible(self.window, start, gap, query, key)
     }
 }
 
@@ -457,6 +460,7 @@ mod tests {
                 window,
                 cached,
                 starts: starts.clone(),
+                gaps: None,
             };
             let q = Tensor::<Cpu, 4>::random([b, nh, t, hd], normal, &device);
             let k = Tensor::<Cpu, 4>::random([b, nkv, cached + t, hd], normal, &device);
@@ -469,7 +473,7 @@ mod tests {
                 let o = if native {
                     attend(q.clone(), k.clone(), v.clone(), scale, causal.clone())
                 } else {
-                    attn.attend_blocks(&q, &k, &v, &starts, 64)
+                    attn.attend_blocks(&q, &k, &v, &starts, None, 64)
                 };
                 let grads = (o.clone() * w.clone()).sum().backward();
                 let grad = |x: &Tensor<A, 4>| x.grad(&grads).expect("a gradient");

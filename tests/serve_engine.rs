@@ -1,0 +1,298 @@
+//! The serve engine's persistent batch and MTP speculation, against the model core run one
+//! sequence at a time: the same logits and the same tokens, whatever joins or leaves the batch.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use burn::backend::NdArray;
+use hat::model::generation::sampling::{argmax, SamplingParams};
+use hat::model::Cache;
+use hat::serve::batch::RunningBatch;
+use hat::serve::engine::{self, EngineConfig, Event, GenRequest, StepModel};
+use hat::serve::metrics::Metrics;
+use hat::serve::model::BurnModel;
+use hat::tokenizer::{train_bpe, TrainOptions};
+use serde_json::Value;
+use tokenizers::Tokenizer;
+
+type B = NdArray<f32>;
+type M = BurnModel<B>;
+
+fn tiny(vocab: usize) -> M {
+    M::random("tiny", vocab, 7, Default::default())
+        .unwrap()
+        .with_prefix_cache(0)
+}
+
+fn prompt(n: usize, seed: u32) -> Vec<u32> {
+    (0..n as u32)
+        .map(|i| (i * 37 + seed * 11 + 5) % 300)
+        .collect()
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+/// Sequences join a running batch in two waves, some leave, and the rest go on: every step's
+/// logits equal decoding each sequence alone, and greedy decoding picks the same tokens.
+#[test]
+fn persistent_batch_decodes_like_single_sequences() {
+    let mut m = tiny(300);
+    let lens = [5usize, 70, 1, 130, 33];
+    let prompts: Vec<Vec<u32>> = lens
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| prompt(n, i as u32))
+        .collect();
+    // Reference: each sequence on its own cache.
+    let mut alone: Vec<Cache<B>> = Vec::new();
+    let mut last: Vec<u32> = Vec::new();
+    let mut fresh: Vec<Cache<B>> = Vec::new();
+    for p in &prompts {
+        let pre = m.prefill_batch(&[p.as_slice()]).pop().unwrap().unwrap();
+        last.push(argmax(&pre.logits) as u32);
+        alone.push(pre.state.clone());
+        fresh.push(pre.state);
+    }
+    let mut batch: RunningBatch<B> = m.new_batch();
+    // `rows[i]` is the sequence in batch row i.
+    let mut rows: Vec<usize> = Vec::new();
+    let mut fresh = fresh.into_iter().map(Some).collect::<Vec<_>>();
+    for (wave, joining) in [(0, vec![0usize, 1, 2]), (1, vec![3, 4])] {
+        let states = joining.iter().map(|&s| fresh[s].take().unwrap()).collect();
+        m.join(&mut batch, states).unwrap();
+        rows.extend(&joining);
+        for i in 0..3 {
+            let what = format!("wave {wave} step {i}");
+            step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
+        }
+    }
+    // The longest sequence and the first leave; three go on in their rows.
+    m.keep(&mut batch, &[1, 2, 4]).unwrap();
+    rows = vec![1, 2, 4];
+    for i in 0..3 {
+        let what = format!("after leaving, step {i}");
+        step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
+    }
+    // A late joiner behind the gaps of the others.
+    let late = m
+        .prefill_batch(&[&prompt(9, 9)[..]])
+        .pop()
+        .unwrap()
+        .unwrap();
+    alone.push(late.state.clone());
+    last.push(argmax(&late.logits) as u32);
+    m.join(&mut batch, vec![late.state]).unwrap();
+    rows.push(5);
+    for i in 0..3 {
+        let what = format!("late join, step {i}");
+        step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
+    }
+    assert_eq!(batch.rows(), 4);
+    m.keep(&mut batch, &[]).unwrap();
+    assert_eq!(batch.rows(), 0);
+}
+
+/// One decode step of the batch (row r holds sequence `rows[r]`) against each sequence alone.
+fn step(
+    m: &M,
+    batch: &mut RunningBatch<B>,
+    rows: &[usize],
+    alone: &mut [Cache<B>],
+    last: &mut [u32],
+    what: &str,
+) {
+    let tokens: Vec<u32> = rows.iter().map(|&s| last[s]).collect();
+    let got = m.decode(&tokens, batch).unwrap();
+    for (r, &s) in rows.iter().enumerate() {
+        let one = m
+            .model
+            .decode_step(&[last[s]], std::slice::from_mut(&mut alone[s]))
+            .unwrap();
+        let d = max_abs_diff(&got[r], &one[0]);
+        assert!(d < 1e-4, "{what}: sequence {s} (row {r}) differs by {d}");
+        let next = argmax(&got[r]) as u32;
+        assert_eq!(next, argmax(&one[0]) as u32, "{what}: sequence {s}");
+        last[s] = next;
+    }
+}
+
+fn tokenizer() -> Arc<Tokenizer> {
+    let text = std::fs::read_to_string("testdata/ifeval/input_data.jsonl").unwrap();
+    let corpus: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["prompt"].as_str().map(str::to_string))
+        .collect();
+    let opts = TrainOptions {
+        vocab_size: 512,
+        min_frequency: 2,
+    };
+    Arc::new(train_bpe(corpus, &opts).unwrap())
+}
+
+/// Runs `params` for `prompt` alone on an engine over `model`; returns the text, the completion
+/// tokens and the engine's metrics.
+fn run_alone(
+    model: M,
+    tok: &Arc<Tokenizer>,
+    prompt: &[u32],
+    params: SamplingParams,
+) -> (String, usize, Arc<Metrics>) {
+    let metrics = Arc::new(Metrics::default());
+    let config = EngineConfig {
+        queue_capacity: 4,
+        max_batch: 4,
+        max_context: 4096,
+    };
+    let (handle, thread) = engine::spawn(model, tok.clone(), config, metrics.clone());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    handle
+        .submit(GenRequest {
+            prompt: prompt.to_vec(),
+            params,
+            top_logprobs: 0,
+            guide: None,
+            events: tx,
+        })
+        .map_err(|e| format!("{e:?}"))
+        .unwrap();
+    let mut text = String::new();
+    let tokens = loop {
+        match rx.blocking_recv().expect("an event") {
+            Event::Text { text: t, .. } => text.push_str(&t),
+            Event::Done {
+                completion_tokens, ..
+            } => break completion_tokens,
+            Event::Error(e) => panic!("{e}"),
+        }
+    };
+    drop(handle);
+    thread.join().unwrap();
+    (text, tokens, metrics)
+}
+
+/// `serve --mtp` gives the text plain decoding gives, greedy and sampled with a seed, for every
+/// draft length, and counts its rounds in the metrics.
+#[test]
+fn mtp_in_the_engine_changes_nothing_but_the_speed() {
+    let tok = tokenizer();
+    let vocab = tok.get_vocab_size(true);
+    let model = || M::random("tiny", vocab, 3, Default::default()).unwrap();
+    let prompt: Vec<u32> = (0..40u32).map(|i| (i * 13 + 7) % vocab as u32).collect();
+    let sampled = SamplingParams {
+        temperature: 1.0,
+        top_k: 20,
+        seed: 5,
+        max_tokens: 30,
+        ..Default::default()
+    };
+    for params in [SamplingParams::greedy(30), sampled] {
+        let (plain, n, _) = run_alone(model(), &tok, &prompt, params.clone());
+        assert_eq!(n, 30);
+        for k in [1, 3] {
+            let (spec, m, metrics) =
+                run_alone(model().with_mtp(k).unwrap(), &tok, &prompt, params.clone());
+            assert_eq!(spec, plain, "k={k} {params:?}");
+            assert_eq!(m, n);
+            let rounds = metrics.spec_rounds.load(Relaxed);
+            let accepted = metrics.spec_accepted.load(Relaxed);
+            // One token from prefill, one plain step to get a hidden state, then rounds that
+            // each give their accepted drafts plus one.
+            assert!(rounds > 0, "k={k}: no speculative round ran");
+            assert_eq!(2 + rounds + accepted, n as u64, "k={k}");
+            assert!(metrics.spec_drafted.load(Relaxed) >= accepted);
+            assert!(metrics.render().contains("hat_spec_acceptance_rate"));
+        }
+    }
+}
+
+#[test]
+fn mtp_needs_a_head() {
+    let qwen3 = hat::model::CausalLm::<B>::load(
+        std::path::Path::new("testdata/model/qwen3_moe"),
+        &Default::default(),
+    )
+    .unwrap();
+    let e = M::new(qwen3).with_mtp(2).err().expect("no MTP head");
+    assert!(format!("{e:#}").contains("no MTP head"), "{e:#}");
+    assert!(tiny(300).with_mtp(0).is_err());
+}
+
+/// A long prompt that arrives while another request decodes is prefilled a chunk per iteration
+/// (through the prefix cache) and still gets the output it gets alone; so does the running one.
+#[test]
+fn chunked_prefill_changes_no_output() {
+    let tok = tokenizer();
+    let vocab = tok.get_vocab_size(true) as u32;
+    let short: Vec<u32> = (0..20u32).map(|i| (i * 13 + 7) % vocab).collect();
+    let long: Vec<u32> = (0..1100u32).map(|i| (i * 31 + 3) % vocab).collect();
+    let model = || M::random("tiny", vocab as usize, 3, Default::default()).unwrap();
+    let (short_alone, _, _) = run_alone(model(), &tok, &short, SamplingParams::greedy(60));
+    let (long_alone, _, _) = run_alone(model(), &tok, &long, SamplingParams::greedy(8));
+
+    let metrics = Arc::new(Metrics::default());
+    let config = EngineConfig {
+        queue_capacity: 4,
+        max_batch: 4,
+        max_context: 4096,
+    };
+    let (handle, thread) = engine::spawn(model(), tok.clone(), config, metrics.clone());
+    let submit = |prompt: &[u32], max_tokens| {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        handle
+            .submit(GenRequest {
+                prompt: prompt.to_vec(),
+                params: SamplingParams::greedy(max_tokens),
+                top_logprobs: 0,
+                guide: None,
+                events: tx,
+            })
+            .map_err(|e| format!("{e:?}"))
+            .unwrap();
+        rx
+    };
+    let collect = |mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>| {
+        let mut text = String::new();
+        let mut tokens_before_done = 0;
+        loop {
+            match rx.blocking_recv().expect("an event") {
+                Event::Text {
+                    text: t, tokens, ..
+                } => {
+                    text.push_str(&t);
+                    tokens_before_done += tokens;
+                }
+                Event::Done { .. } => return (text, tokens_before_done),
+                Event::Error(e) => panic!("{e}"),
+            }
+        }
+    };
+    let mut running = submit(&short, 60);
+    // Wait for the short request's first token, so the long one arrives mid-decode.
+    let mut text = String::new();
+    let mut seen = 0;
+    while seen == 0 {
+        if let Event::Text {
+            text: t, tokens, ..
+        } = running.blocking_recv().unwrap()
+        {
+            text.push_str(&t);
+            seen += tokens;
+        }
+    }
+    let long_rx = submit(&long, 8);
+    let (rest, _) = collect(running);
+    let (long_text, _) = collect(long_rx);
+    text.push_str(&rest);
+    assert_eq!(text, short_alone);
+    assert_eq!(long_text, long_alone);
+    // The long prompt's whole blocks came from the prefix cache the chunks filled.
+    assert!(metrics.cached_prompt_tokens.load(Relaxed) >= 1024);
+    drop(handle);
+    thread.join().unwrap();
+}
