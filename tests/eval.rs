@@ -219,7 +219,7 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
     let eval = dir.path().join("eval");
     std::fs::create_dir_all(&eval).unwrap();
     std::fs::create_dir_all(dir.path().join("ifeval")).unwrap();
-    // Accuracy 1 on the first `right` of 20 tasks, 0 on the rest.
+    // The first `right` of 20 tasks solved (accuracy 1), the rest not.
     let write_set = |stage: &str, set: &str, right: usize| {
         let lines: Vec<String> = (0..20)
             .map(|i| {
@@ -297,9 +297,11 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
     };
     let md = write(&args).unwrap();
     assert_eq!(std::fs::read_to_string(&output).unwrap(), md);
-    // 16 of 20 = 80.0 with its Wilson interval (0.584, 0.919) — accuracy is a mean, so its interval is
-    // the normal one; just the value and n here — and an empty cell where a set was not measured.
-    assert!(md.contains("| HSA-SFT | 80.0 ["), "{md}");
+    // 16 of 20 solved = 80.0 [58.4, 91.9] (Wilson), and an empty cell where a set was not measured.
+    assert!(
+        md.contains("| HSA-SFT | 80.0 [58.4, 91.9] (n = 20) |"),
+        "{md}"
+    );
     assert!(md.contains("(n = 20) | 70.0 ["), "{md}");
     assert!(
         md.contains("| – | 20.0 ["),

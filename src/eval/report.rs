@@ -15,8 +15,10 @@
 //! * `times.tsv` — `STAGE<TAB>seconds` per line.
 //!
 //! A missing file leaves its cells empty ("–"): the report of a partial run is still a report.
-//! The QA-lite score is the judge's accuracy (mean over episodes, ×100); right tool and skill selection
-//! are in the detail table.
+//! The QA-lite score is the share of episodes that solve their task (`meta.success`: the expected calls
+//! made, the facts stated, the limits kept; ×100) — not the judge's accuracy alone, which only checks
+//! that the numbers a reply states are grounded, so a reply of noise with no number in it scores 1.
+//! Right tool and the judge's dimensions are in the detail table.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -30,6 +32,7 @@ use super::rollout::{paired_right_tool, paired_scores, summarise, Estimate, Eval
 use crate::general::answers::{compare, Answer, Level, Strictness};
 use crate::general::score::IfevalLite;
 use crate::jsonl::read_all;
+use crate::judge::stats::paired_sign_test;
 use crate::record::Trajectory;
 
 /// The evaluation sets, as file names and the paper's column names.
@@ -111,9 +114,9 @@ impl Row {
         self.sets.get(set).map(|(_, s)| s)
     }
 
-    /// The QA-lite score of a set: judge accuracy ×100.
+    /// The QA-lite score of a set: solved tasks ×100.
     fn qa(&self, set: &str) -> Option<Estimate> {
-        self.summary(set).map(|s| percent(s.accuracy))
+        self.summary(set).map(|s| percent(s.success))
     }
 
     /// IFEval-lite prompt-level strict accuracy ×100.
@@ -137,6 +140,17 @@ fn percent(e: Estimate) -> Estimate {
         hi: 100.0 * e.hi,
         n: e.n,
     }
+}
+
+/// The paired sign test of B against A on solved tasks: (B solves where A does not, the reverse, p).
+fn paired_success(a: &[Trajectory], b: &[Trajectory]) -> (u64, u64, f64) {
+    fn solved(side: &[Trajectory]) -> impl Iterator<Item = (&str, bool)> {
+        side.iter().map(|t| {
+            let ok = t.meta.get("success").and_then(|v| v.as_bool()) == Some(true);
+            (t.id.as_str(), ok)
+        })
+    }
+    paired_sign_test(solved(a), solved(b))
 }
 
 fn cell(e: Option<Estimate>) -> String {
@@ -171,7 +185,7 @@ pub fn write(a: &ReportArgs) -> Result<String> {
 }
 
 fn results_table(md: &mut String, rows: &[Row]) {
-    md.push_str("QA-lite columns: the verifiable judge's accuracy ×100; IFEval-lite: prompt-level strict ×100. Every cell: value [95% interval] (n).\n\n| stage |");
+    md.push_str("QA-lite columns: tasks solved ×100 (the expected calls made, the facts stated, the limits kept); IFEval-lite: prompt-level strict ×100. Every cell: value [95% interval] (n).\n\n| stage |");
     for (_, column) in SETS {
         let _ = write!(md, " {column} |");
     }
@@ -186,7 +200,7 @@ fn results_table(md: &mut String, rows: &[Row]) {
 }
 
 fn detail_table(md: &mut String, rows: &[Row]) {
-    md.push_str("\n## Detail by set\n\n| stage | set | right tool (n tool tasks) | skill selection | effectiveness | tool rationality | success |\n|---|---|---|---|---|---|---|\n");
+    md.push_str("\n## Detail by set\n\n| stage | set | right tool (n tool tasks) | skill selection | accuracy | effectiveness | tool rationality |\n|---|---|---|---|---|---|---|\n");
     for r in rows {
         for (set, column) in SETS {
             if let Some(s) = r.summary(set) {
@@ -197,9 +211,9 @@ fn detail_table(md: &mut String, rows: &[Row]) {
                     s.right_tool.display(),
                     s.right_tool.n,
                     s.skill_selection.display(),
+                    s.accuracy.display(),
                     s.effectiveness.display(),
-                    s.tool_rationality.display(),
-                    s.success.display()
+                    s.tool_rationality.display()
                 );
             }
         }
@@ -207,23 +221,19 @@ fn detail_table(md: &mut String, rows: &[Row]) {
 }
 
 fn paired_tests(md: &mut String, stages: &[Row]) -> Result<()> {
-    md.push_str("\n## Adjacent stages, paired sign tests on the same tasks\n\n| later vs earlier | set | accuracy: later higher / earlier higher, p | right tool: later only / earlier only, p |\n|---|---|---|---|\n");
+    md.push_str("\n## Adjacent stages, paired sign tests on the same tasks\n\n| later vs earlier | set | solved: later only / earlier only, p | right tool: later only / earlier only, p |\n|---|---|---|---|\n");
     for pair in stages.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
         for (set, column) in SETS {
             let (Some((ea, _)), Some((eb, _))) = (a.sets.get(set), b.sets.get(set)) else {
                 continue;
             };
-            let accuracy = paired_scores(ea, eb)
-                .into_iter()
-                .find(|(name, _)| *name == "accuracy")
-                .map(|(_, t)| t)
-                .unwrap_or((0, 0, 1.0));
+            let solved = paired_success(ea, eb);
             let right = paired_right_tool(ea, eb);
             let _ = writeln!(
                 md,
                 "| {} vs {} | {column} | {} / {}, p = {:.2e} | {} / {}, p = {:.2e} |",
-                b.label, a.label, accuracy.0, accuracy.1, accuracy.2, right.0, right.1, right.2
+                b.label, a.label, solved.0, solved.1, solved.2, right.0, right.1, right.2
             );
         }
         if let (Some(aa), Some(ab)) = (&a.answers, &b.answers) {
@@ -252,12 +262,9 @@ fn claims(md: &mut String, stages: &[Row], oracle: Option<&Row>) {
     match (find("fixed"), find("hsa")) {
         (Some(fixed), Some(hsa)) => match (fixed.sets.get("heldout"), hsa.sets.get("heldout")) {
             (Some((ef, sf)), Some((eh, sh))) => {
-                let delta = 100.0 * (sh.accuracy.value - sf.accuracy.value);
-                let (better, worse, p) = paired_scores(ef, eh)
-                    .into_iter()
-                    .find(|(n, _)| *n == "accuracy")
-                    .map_or((0, 0, 1.0), |(_, t)| t);
-                let _ = writeln!(md, "* HSA-SFT ahead of fixed-harness SFT on Harness-Variant QA-lite by ≥ 20 points (paired p < 0.01): {} — {delta:+.1} points, HSA higher on {better} tasks, fixed on {worse}, p = {p:.2e}.", verdict(delta >= 20.0 && p < 0.01));
+                let delta = 100.0 * (sh.success.value - sf.success.value);
+                let (better, worse, p) = paired_success(ef, eh);
+                let _ = writeln!(md, "* HSA-SFT ahead of fixed-harness SFT on Harness-Variant QA-lite by ≥ 20 points (paired p < 0.01): {} — {delta:+.1} points, HSA solves {better} tasks fixed does not, fixed {worse} the other way, p = {p:.2e}.", verdict(delta >= 20.0 && p < 0.01));
             }
             _ => md.push_str("* HSA-SFT vs fixed SFT on held-out variants: not measured (no heldout episodes).\n"),
         },
@@ -311,10 +318,16 @@ fn latency(md: &mut String, dir: &Path) -> Result<()> {
     let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)
         .with_context(|| format!("{}: not JSON", path.display()))?;
     let ms = |k: &str| s[k].as_f64().unwrap_or(f64::NAN);
+    let ttft = ms("p50_ttft_ms");
+    let ttft = if ttft.is_finite() {
+        format!("; TTFT P50 {ttft:.0} ms")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         md,
-        "\n## The complete agent, served (replay-bench, agent mode)\n\n{} requests, {} failed: end-to-end P50 {:.2} s, P95 {:.2} s (the paper, 35B-A3B on one H20: {PAPER_P50_S} s / {PAPER_P95_S} s); TTFT P50 {:.0} ms. Latency CDF: replay/cdf.svg.",
-        s["completed"], s["failed"], ms("p50_e2el_ms") / 1e3, ms("p95_e2el_ms") / 1e3, ms("p50_ttft_ms")
+        "\n## The complete agent, served (replay-bench, agent mode)\n\n{} requests, {} failed: end-to-end P50 {:.2} s, P95 {:.2} s (the paper, 35B-A3B on one H20: {PAPER_P50_S} s / {PAPER_P95_S} s){ttft}. Latency CDF: replay/cdf.svg.",
+        s["completed"], s["failed"], ms("p50_e2el_ms") / 1e3, ms("p95_e2el_ms") / 1e3
     );
     Ok(())
 }
