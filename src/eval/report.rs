@@ -28,7 +28,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use super::bars::{grouped_bars_svg, Bar};
-use super::rollout::{paired_right_tool, paired_scores, summarise, Estimate, EvalSummary};
+use super::rollout::{paired_right_tool, summarise, Estimate, EvalSummary};
 use crate::general::answers::{compare, Answer, Level, Strictness};
 use crate::general::score::IfevalLite;
 use crate::jsonl::read_all;

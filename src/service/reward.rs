@@ -217,8 +217,17 @@ async fn openrlhf(State(app): State<RewardApp>, body: Result<Bytes, BytesRejecti
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    let app2 = app.clone();
-    match tokio::task::spawn_blocking(move || do_openrlhf(&app2, req)).await {
+    judge_off_the_runtime(app, req, do_openrlhf).await
+}
+
+/// Runs `judge` on a blocking thread (the judge is CPU work; the runtime keeps serving meanwhile) and
+/// answers with its JSON, or its error, or a 500 if the thread died.
+async fn judge_off_the_runtime<R: Send + 'static>(
+    app: RewardApp,
+    req: R,
+    judge: fn(&RewardState, R) -> Result<Value, ApiError>,
+) -> Response {
+    match tokio::task::spawn_blocking(move || judge(&app, req)).await {
         Ok(Ok(v)) => Json(v).into_response(),
         Ok(Err(e)) => e.into_response(),
         Err(e) => ApiError::new(
@@ -293,16 +302,7 @@ async fn score(State(app): State<RewardApp>, body: Result<Bytes, BytesRejection>
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    let app2 = app.clone();
-    match tokio::task::spawn_blocking(move || do_score(&app2, req)).await {
-        Ok(Ok(v)) => Json(v).into_response(),
-        Ok(Err(e)) => e.into_response(),
-        Err(e) => ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("judging failed: {e}"),
-        )
-        .into_response(),
-    }
+    judge_off_the_runtime(app, req, do_score).await
 }
 
 fn do_score(app: &RewardState, req: ScoreRequest) -> Result<Value, ApiError> {
