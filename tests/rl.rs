@@ -344,11 +344,14 @@ mod end_to_end {
         );
     }
 
-    /// The update moves probability the way the advantages say: a completion with a positive
-    /// advantage becomes likelier, one with a negative advantage less likely, and only the policy's own
-    /// tokens (not the viewer's or the tool's) are scored.
-    #[test]
-    fn the_update_follows_the_advantages() {
+    /// A tiny policy and two replies to one viewer, as training views: a good one with advantage +1
+    /// and a bad one with advantage −1 (one span each).
+    fn good_and_bad_replies() -> (
+        tempfile::TempDir,
+        ViewBuilder,
+        Vec<hat::train::view::TrainingView>,
+        Vec<hat::rl::update::Span>,
+    ) {
         let (harness, _) = load_harness(Path::new("harness-samples/taolive")).unwrap();
         let tasks = generate(
             &Catalog::generate(7, 40),
@@ -377,6 +380,15 @@ mod end_to_end {
             .enumerate()
             .flat_map(|(i, v)| spans_of(i, v, |_| if i == 0 { 1.0 } else { -1.0 }))
             .collect();
+        (dir, builder, views, spans)
+    }
+
+    /// The update moves probability the way the advantages say: a completion with a positive
+    /// advantage becomes likelier, one with a negative advantage less likely, and only the policy's own
+    /// tokens (not the viewer's or the tool's) are scored.
+    #[test]
+    fn the_update_follows_the_advantages() {
+        let (dir, builder, views, spans) = good_and_bad_replies();
         assert_eq!(spans.len(), 2);
         let device = Default::default();
         let model = CausalLm::<B>::load(dir.path(), &device).unwrap();
@@ -441,34 +453,7 @@ mod end_to_end {
     fn the_opd_term_is_zero_for_coefficient_0_or_the_student_as_teacher() {
         use burn::module::AutodiffModule;
         use hat::rl::opd_term::opd_term;
-        let (harness, _) = load_harness(Path::new("harness-samples/taolive")).unwrap();
-        let tasks = generate(
-            &Catalog::generate(7, 40),
-            &TaskConfig::new(Split::Train, 3),
-            8,
-        )
-        .unwrap();
-        let dir = policy_dir(&harness, &tasks);
-        let record = |id: &str, reply: &str| -> hat::record::Trajectory {
-            serde_json::from_value(serde_json::json!({"id": id, "messages": [
-                {"role": "system", "content": "你是直播间主播。"},
-                {"role": "user", "content": "这款还有货吗"},
-                {"role": "assistant", "content": reply}
-            ]}))
-            .unwrap()
-        };
-        let builder = ViewBuilder::from_dir(dir.path()).unwrap();
-        let views = vec![
-            builder
-                .build(&record("good", "宝宝们，这款还有货哦"))
-                .unwrap(),
-            builder.build(&record("bad", "哈哈")).unwrap(),
-        ];
-        let spans: Vec<_> = views
-            .iter()
-            .enumerate()
-            .flat_map(|(i, v)| spans_of(i, v, |_| if i == 0 { 1.0 } else { -1.0 }))
-            .collect();
+        let (dir, builder, views, spans) = good_and_bad_replies();
         let device = Default::default();
         let pad = builder.end_of_turn();
         let student = CausalLm::<B>::load(dir.path(), &device).unwrap();
