@@ -86,6 +86,7 @@ fn main() {
             seed: 0,
             batch_tokens: 8192,
             prompts_per_step: per_step,
+            domain_share: 0.0,
             num_generations: 1,
             max_new_tokens: new_tokens,
             temperature: 1.0,
@@ -101,6 +102,7 @@ fn main() {
         let device = Default::default();
         let inputs = RunInputs {
             prompts: &prompts,
+            domain: &[],
             eval: &[],
             tokenizer_dir: dirs[0].path(),
             out: out.path(),

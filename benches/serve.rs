@@ -62,23 +62,7 @@ fn main() {
         let run = |c: usize| -> f64 {
             let started = Instant::now();
             let receivers: Vec<_> = (0..c)
-                .map(|i| {
-                    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-                    let mut params = SamplingParams::greedy(max_tokens);
-                    params.seed = i as u64;
-                    let req = GenRequest {
-                        prompt: prompt.clone(),
-                        params,
-                        top_logprobs: 0,
-                        guide: None,
-                        events: tx,
-                    };
-                    handle
-                        .submit(req)
-                        .map_err(|e| format!("{e:?}"))
-                        .expect("submit");
-                    rx
-                })
+                .map(|i| submit_greedy(&handle, &prompt, max_tokens, i as u64))
                 .collect();
             let mut tokens = 0;
             for mut rx in receivers {
@@ -119,25 +103,35 @@ fn main() {
     }
 }
 
+/// Submits one greedy request (`seed` for its sampler) and returns its event stream.
+fn submit_greedy(
+    handle: &EngineHandle,
+    prompt: &[u32],
+    max_tokens: usize,
+    seed: u64,
+) -> tokio::sync::mpsc::UnboundedReceiver<hat::serve::engine::Event> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut params = SamplingParams::greedy(max_tokens);
+    params.seed = seed;
+    let req = GenRequest {
+        prompt: prompt.to_vec(),
+        params,
+        top_logprobs: 0,
+        guide: None,
+        events: tx,
+    };
+    handle
+        .submit(req)
+        .map_err(|e| format!("{e:?}"))
+        .expect("submit");
+    rx
+}
+
 /// P95 of the gaps between consecutive tokens of 8 requests decoding `max_tokens` each; when
 /// `long` is given, 4 requests with that prompt (and one output token) arrive while they decode.
 fn inter_token_p95(handle: &EngineHandle, prompt: &[u32], long: &[u32], max_tokens: usize) -> f64 {
     let submit = |prompt: &[u32], max_tokens: usize, seed: u64| {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut params = SamplingParams::greedy(max_tokens);
-        params.seed = seed;
-        let req = GenRequest {
-            prompt: prompt.to_vec(),
-            params,
-            top_logprobs: 0,
-            guide: None,
-            events: tx,
-        };
-        handle
-            .submit(req)
-            .map_err(|e| format!("{e:?}"))
-            .expect("submit");
-        rx
+        submit_greedy(handle, prompt, max_tokens, seed)
     };
     let watchers: Vec<_> = (0..8)
         .map(|i| {

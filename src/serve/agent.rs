@@ -93,13 +93,8 @@ fn settings(v: Option<Value>) -> Result<Settings, ApiError> {
 }
 
 pub async fn agent_turn(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> Response {
-    let response = match handle(app.clone(), body).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    };
     app.metrics
-        .count_request(ENDPOINT, response.status().as_u16());
-    response
+        .counted(ENDPOINT, handle(app.clone(), body).await)
 }
 
 async fn handle(app: App, body: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {

@@ -32,13 +32,8 @@ pub async fn chat_completions(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let started = Instant::now();
-    let response = match handle(&app, body, started).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    };
     app.metrics
-        .count_request(ENDPOINT, response.status().as_u16());
-    response
+        .counted(ENDPOINT, handle(&app, body, started).await)
 }
 
 async fn handle(

@@ -26,13 +26,8 @@ pub const ENDPOINT: &str = "/v1/completions";
 
 pub async fn completions(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> Response {
     let started = Instant::now();
-    let response = match handle(&app, body, started).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    };
     app.metrics
-        .count_request(ENDPOINT, response.status().as_u16());
-    response
+        .counted(ENDPOINT, handle(&app, body, started).await)
 }
 
 /// One prompt on its way: its ids, and what came back for it.

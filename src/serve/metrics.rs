@@ -77,6 +77,18 @@ impl Metrics {
         *m.entry((endpoint.to_string(), status)).or_default() += 1;
     }
 
+    /// A route's answer, its error turned into the 4xx/5xx response, counted by status.
+    pub fn counted(
+        &self,
+        endpoint: &str,
+        answer: Result<axum::response::Response, super::error::ApiError>,
+    ) -> axum::response::Response {
+        use axum::response::IntoResponse;
+        let response = answer.unwrap_or_else(|e| e.into_response());
+        self.count_request(endpoint, response.status().as_u16());
+        response
+    }
+
     pub fn set_running(&self, n: usize) {
         self.running.store(n as u64, Relaxed);
         self.max_running.fetch_max(n as u64, Relaxed);
