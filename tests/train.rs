@@ -934,3 +934,104 @@ fn checkpoints_are_atomic_and_corruption_is_detected_on_load() {
     .unwrap_err();
     assert!(format!("{err:#}").contains("corrupted"));
 }
+
+/// Rows of random filler with one cue token among them, then a fixed run of template tokens, then the
+/// answer, the one trained token: the token that names the cue's class. The shape of an opening call,
+/// whose skill depends on words of the viewer's message a few dozen tokens back.
+fn cue_rows(n: usize, seed: u64) -> Vec<(TrainingView, u32)> {
+    const FILLER: usize = 20;
+    let mut rng = hat::rng::Rng::new(seed);
+    (0..n)
+        .map(|i| {
+            let class = rng.below(8) as u32;
+            let mut tokens: Vec<u32> = (0..FILLER).map(|_| 300 + rng.below(300) as u32).collect();
+            tokens[rng.below(FILLER - 2)] = 100 + class;
+            tokens.extend(200..210);
+            tokens.push(120 + class);
+            let n = tokens.len();
+            let loss_mask = (0..n).map(|k| u8::from(k == n - 1)).collect();
+            let view = TrainingView {
+                id: format!("cue{i}"),
+                tokens,
+                loss_mask,
+                segments: Vec::new(),
+                weights: None,
+            };
+            (view, 120 + class)
+        })
+        .collect()
+}
+
+/// The share of `rows` whose answer is the model's argmax after the row's prefix, and how many distinct
+/// answers it gave.
+fn cue_accuracy(m: &CausalLm<Inner>, rows: &[(TrainingView, u32)]) -> (f64, usize) {
+    let t = rows[0].0.len() - 1;
+    let ids: Vec<i64> = rows
+        .iter()
+        .flat_map(|(v, _)| v.tokens[..t].iter().map(|&x| x as i64))
+        .collect();
+    let ids = Tensor::<Inner, 2, Int>::from_data(
+        TensorData::new(ids, [rows.len(), t]),
+        &Default::default(),
+    );
+    let said: Vec<i64> = m
+        .forward(ids)
+        .logits
+        .narrow(1, t - 1, 1)
+        .argmax(2)
+        .into_data()
+        .to_vec()
+        .unwrap();
+    let right = rows
+        .iter()
+        .zip(&said)
+        .filter(|((_, answer), &s)| s == *answer as i64)
+        .count();
+    let distinct: std::collections::BTreeSet<i64> = said.into_iter().collect();
+    (right as f64 / rows.len() as f64, distinct.len())
+}
+
+#[test]
+fn training_learns_an_answer_that_depends_on_one_earlier_token() {
+    // The embedded default once answered every viewer the same way; this is the smallest form of its
+    // job. Held-out rows (new filler, new cue positions) so that memorising rows cannot pass.
+    let tok = tokenizer_dir();
+    let rows = cue_rows(3000, 1);
+    let held_out = cue_rows(200, 2);
+    let data = TrainData {
+        train: rows.into_iter().map(|(v, _)| v).collect(),
+        dev: Vec::new(),
+        pad: 0,
+    };
+    let out = TempDir::new().unwrap();
+    let dirs = RunDirs {
+        out: out.path(),
+        tokenizer: tok.path(),
+    };
+    let cfg = TrainConfig {
+        batch_tokens: 32 * 31,
+        gradient_accumulation_steps: 1,
+        learning_rate: 1e-3,
+        warmup_steps: 10,
+        eval_steps: 0,
+        save_steps: 0,
+        mtp_loss_weight: 0.0,
+        ..config(150)
+    };
+    let o = train(
+        &cfg,
+        tiny_model(700, 3),
+        &data,
+        &dirs,
+        false,
+        &AtomicBool::new(false),
+        &Default::default(),
+    )
+    .unwrap();
+    let m = CausalLm::<Inner>::load(&o.checkpoint, &Default::default()).unwrap();
+    let (accuracy, distinct) = cue_accuracy(&m, &held_out);
+    assert!(
+        accuracy >= 0.9 && distinct == 8,
+        "held-out accuracy {accuracy}, {distinct} distinct answers"
+    );
+}
