@@ -13,7 +13,7 @@ use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
 use hat::train::batch::{bucket, bucket_shared, shared_prefix, to_tensors, Cursor, Sampler};
 use hat::train::checkpoint;
 use hat::train::data::load_views;
-use hat::train::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
+use hat::train::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer, LrSchedulerType};
 use hat::train::trainer::{
     dev_metrics, masked_token_loss, micro_batch_loss, train, trained_token_loss, RunDirs,
     TrainConfig, TrainData,
@@ -379,6 +379,19 @@ fn cosine_schedule_with_warmup_matches_transformers() {
     assert!((lr(35) - 1e-3 * 0.5 * (1.0 + (std::f64::consts::PI * 0.25).cos())).abs() < 1e-15);
 }
 
+#[test]
+fn constant_schedule_warms_up_then_holds_the_peak() {
+    let lr = |s| LrSchedulerType::ConstantWithWarmup.at(1e-3, s, 10, 110);
+    assert_eq!(lr(0), 0.0);
+    assert!((lr(5) - 5e-4).abs() < 1e-15);
+    assert_eq!(lr(10), 1e-3);
+    assert_eq!(lr(109), 1e-3);
+    assert_eq!(
+        LrSchedulerType::Cosine.at(1e-3, 60, 10, 110),
+        cosine_with_warmup(1e-3, 60, 10, 110)
+    );
+}
+
 // burn's `derive(Module)` recognises the backend only under the generic name `B` (with another name
 // the fields are treated as constants and never visited); it shadows the `B` alias here.
 #[derive(Module, Debug)]
@@ -706,6 +719,7 @@ fn config(steps: usize) -> TrainConfig {
         batch_tokens: 400,
         gradient_accumulation_steps: 2,
         warmup_steps: 1,
+        lr_scheduler_type: LrSchedulerType::Cosine,
         adamw: AdamWConfig::default(),
         max_grad_norm: 1.0,
         seed: 5,

@@ -26,7 +26,7 @@ use crate::sim::faults::FaultPlan;
 use crate::train::checkpoint;
 use crate::train::data::load_views;
 use crate::train::heap;
-use crate::train::optim::AdamWConfig;
+use crate::train::optim::{AdamWConfig, LrSchedulerType};
 use crate::train::trainer::{self, RunDirs, TrainConfig, TrainData};
 use crate::train::view::{check_tokenizer_fits, SegmentKind, ViewBuilder};
 
@@ -224,6 +224,10 @@ pub struct TrainArgs {
     pub warmup_steps: Option<usize>,
     #[arg(long, default_value_t = 0.05)]
     pub warmup_ratio: f64,
+    /// The schedule after the warm-up: `cosine` decays to 0 at --max-steps; `constant_with_warmup`
+    /// keeps the peak (what a stage needs whose decision is learned late, see docs/learning-default.md).
+    #[arg(long, value_enum, default_value_t = LrSchedulerType::Cosine)]
+    pub lr_scheduler_type: LrSchedulerType,
     #[arg(long, default_value_t = 0.01)]
     pub weight_decay: f64,
     /// Global gradient-norm clip (0 = off).
@@ -390,6 +394,7 @@ pub fn train<B: AutodiffBackend>(
         warmup_steps: a
             .warmup_steps
             .unwrap_or((a.warmup_ratio * a.max_steps as f64).ceil() as usize),
+        lr_scheduler_type: a.lr_scheduler_type,
         adamw: AdamWConfig {
             weight_decay: a.weight_decay,
             ..AdamWConfig::default()

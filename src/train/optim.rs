@@ -38,6 +38,31 @@ impl Default for AdamWConfig {
     }
 }
 
+/// The learning-rate schedule after the warm-up, by transformers' `lr_scheduler_type` names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LrSchedulerType {
+    /// A half cosine from the peak to 0 at the last step.
+    #[default]
+    #[value(name = "cosine")]
+    Cosine,
+    /// The peak until the end: for a stage whose skill appears only after many steps at full rate.
+    #[value(name = "constant_with_warmup")]
+    ConstantWithWarmup,
+}
+
+impl LrSchedulerType {
+    /// Learning rate at optimizer step `step` (0-based) of `total`, after `warmup` linear steps from 0.
+    pub fn at(self, peak: f64, step: usize, warmup: usize, total: usize) -> f64 {
+        match self {
+            LrSchedulerType::Cosine => cosine_with_warmup(peak, step, warmup, total),
+            LrSchedulerType::ConstantWithWarmup if step < warmup => {
+                peak * step as f64 / warmup.max(1) as f64
+            }
+            LrSchedulerType::ConstantWithWarmup => peak,
+        }
+    }
+}
+
 /// Learning rate at optimizer step `step` (0-based) of `total`: linear warmup from 0, then a half cosine
 /// to 0 — transformers' `get_cosine_schedule_with_warmup` (num_cycles 0.5).
 pub fn cosine_with_warmup(peak: f64, step: usize, warmup: usize, total: usize) -> f64 {

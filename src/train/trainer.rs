@@ -27,7 +27,7 @@ use serde_json::json;
 use super::batch::{bucket, bucket_shared, to_tensors, BatchTensors, Sampler};
 use super::checkpoint;
 use super::metrics;
-use super::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer};
+use super::optim::{AdamW, AdamWConfig, GradBuffer, LrSchedulerType};
 use super::view::{SegmentKind, TrainingView};
 use crate::model::cpu::spin_team;
 use crate::model::train_ops::autodiff::is_cpu_autodiff;
@@ -43,6 +43,7 @@ pub struct TrainConfig {
     pub batch_tokens: usize,
     pub gradient_accumulation_steps: usize,
     pub warmup_steps: usize,
+    pub lr_scheduler_type: LrSchedulerType,
     pub adamw: AdamWConfig,
     /// Global gradient-norm clip; 0 disables clipping.
     pub max_grad_norm: f64,
@@ -489,7 +490,7 @@ pub fn train<B: AutodiffBackend>(
             break;
         }
         let step_start = Instant::now();
-        let lr = cosine_with_warmup(
+        let lr = cfg.lr_scheduler_type.at(
             cfg.learning_rate,
             state.step,
             cfg.warmup_steps,
