@@ -234,6 +234,11 @@ fn collect_keeps_each_episode_on_one_endpoint_and_splits_the_episodes() {
     assert_eq!(c.summary["episodes"], n, "{}", c.summary);
     let per_server = assert_sticky(&[&a, &b]);
     let played = c.played();
+    eprintln!(
+        "equal servers: episodes {per_server:?}, requests {} / {}",
+        a.requests(),
+        b.requests()
+    );
     assert!(played >= n / 2, "{}", c.summary);
     assert_eq!(per_server.iter().sum::<usize>(), played, "{per_server:?}");
     // Every episode took a tool call and a reply, at least.
@@ -276,6 +281,11 @@ fn collect_sends_fewer_episodes_to_a_slow_endpoint() {
     let c = collect(dir.path(), &tasks, &[slow.url.clone(), fast.url.clone()], 4);
     assert!(c.ok, "{}", c.stderr);
     let per_server = assert_sticky(&[&slow, &fast]);
+    eprintln!(
+        "slow, fast: episodes {per_server:?}, requests {} / {}",
+        slow.requests(),
+        fast.requests()
+    );
     assert_eq!(per_server.iter().sum::<usize>(), c.played());
     assert!(
         per_server[1] >= 2 * per_server[0],
@@ -389,6 +399,7 @@ fn replay_bench_balances_and_keeps_repeats_of_a_line_on_one_endpoint() {
     assert_eq!(shares[0]["url"], a.url.as_str());
     assert_eq!(shares[0]["requests"], a.requests(), "{summary}");
     assert_eq!(shares[1]["requests"], b.requests(), "{summary}");
+    eprintln!("replay: requests {} / {}", a.requests(), b.requests());
     assert!(
         a.requests() >= 55 && b.requests() >= 55,
         "{} / {}",
