@@ -327,7 +327,7 @@ fn one_teacher_url_works_as_before() {
     let dir = tempfile::tempdir().unwrap();
     let tasks = dir.path().join("tasks.jsonl");
     write_tasks(&tasks, 4);
-    let c = collect(dir.path(), &tasks, &[only.url.clone()], 2);
+    let c = collect(dir.path(), &tasks, std::slice::from_ref(&only.url), 2);
     assert!(c.ok, "{}", c.stderr);
     assert_eq!(only.episodes().len(), c.played());
     assert!(
