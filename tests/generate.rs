@@ -429,6 +429,7 @@ fn local_policy_answers_a_conversation_with_tools() {
         tools: &tools,
         turn_start: 2,
         task: None,
+        session: None,
     };
     let a = policy.respond(&conv).unwrap();
     let b = policy.respond(&conv).unwrap();

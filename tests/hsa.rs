@@ -643,6 +643,7 @@ fn reading_oracle_success_per_op() {
             tools: &t.tools,
             turn_start: t.messages.len(),
             task: None,
+            session: None,
         });
         assert_eq!(surface.names.tools, truth.tools, "seed {seed}: tools");
         assert_eq!(

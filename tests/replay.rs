@@ -6,6 +6,7 @@ mod serve_support;
 use std::time::{Duration, Instant};
 
 use hat::harness::Harness;
+use hat::policy::endpoints::EndpointPool;
 use hat::record::Intent;
 use hat::replay::arrivals::schedule;
 use hat::replay::client::{send, Mode, Target};
@@ -212,7 +213,7 @@ async fn client_measures_plain_and_agent_requests_against_the_server() {
     let entries = set::read(SET.as_ref()).unwrap();
     let client = reqwest::Client::new();
     let mut target = Target {
-        base_url: base.clone(),
+        endpoints: std::sync::Arc::new(EndpointPool::new(vec![base.clone()]).unwrap()),
         api_key: None,
         model: serve_support::MODEL.into(),
         mode: Mode::Plain,

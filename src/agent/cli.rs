@@ -121,7 +121,9 @@ impl PolicyArgs {
                 };
                 Box::new(ReadingOracle::new(&original, &original_names, harness)?)
             }
-            PolicyKind::Openai => Box::new(OpenAi::new(self.client.config(&self.url, &self.model))),
+            PolicyKind::Openai => {
+                Box::new(OpenAi::new(self.client.config(&self.url, &self.model))?)
+            }
             PolicyKind::Local => {
                 let dir = self
                     .model_dir

@@ -34,6 +34,9 @@ const MAX_COMMAND_STOP_RETRIES: u32 = 2;
 /// message (the limits of a turn, the HSA rewriter) look for this prefix.
 pub const RUNTIME_NOTE: &str = "[tool-call error]";
 
+/// Episodes started in this process, for their session keys.
+static EPISODES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Where a text-form tool call starts, in both formats the harness may name (hermes and qwen3_xml).
 const TOOL_CALL_OPEN: &str = "<tool_call>";
 
@@ -74,6 +77,8 @@ pub struct Episode<'a> {
     blocked_reply: Option<String>,
     policy_error: Option<String>,
     done: bool,
+    /// See [`Episode::session`].
+    session: String,
 }
 
 impl Episode<'_> {
@@ -103,7 +108,13 @@ impl Episode<'_> {
             tools: &agent.tools,
             turn_start: self.turn_start,
             task: self.record.task.as_ref(),
+            session: Some(&self.session),
         }
+    }
+
+    /// The key of this episode, unique within the process: the record id and a counter.
+    pub fn session(&self) -> &str {
+        &self.session
     }
 }
 
@@ -216,6 +227,7 @@ impl Agent {
             let reply = policy.respond(&ep.conversation(self));
             self.step(&mut ep, reply, started.elapsed().as_millis() as u64);
         }
+        policy.end_session(ep.session());
         Ok(self.finish(ep, policy.name()))
     }
 
@@ -250,6 +262,11 @@ impl Agent {
             blocked_reply: None,
             policy_error: None,
             done: false,
+            session: format!(
+                "{}#{}",
+                record.id,
+                EPISODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ),
         };
         if let Some(reason) = self.prompt_hooks(&mut ep.messages, &record.id, &mut ep.turn) {
             ep.stop_reason = "prompt_blocked";
@@ -363,6 +380,7 @@ impl Agent {
             blocked_reply,
             policy_error,
             done,
+            session: _,
         } = ep;
         let mut meta = record.meta.clone();
         meta.insert("policy".into(), json!(policy));

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use burn::tensor::backend::AutodiffBackend;
@@ -63,9 +64,12 @@ pub struct CollectArgs {
     pub faults: FaultPlan,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// OpenAI-compatible teacher base URL (with /v1); the scripted oracle without.
-    #[arg(long)]
-    pub teacher_url: Option<String>,
+    /// OpenAI-compatible teacher base URL (with /v1); the scripted oracle without. Repeat it (or
+    /// `--endpoint`) for replicas of the teacher: each episode goes to the endpoint with the fewest
+    /// requests in flight when it starts, and all its turns stay there (the server's prefix cache
+    /// keeps the conversation).
+    #[arg(long, visible_alias = "endpoint", value_name = "URL")]
+    pub teacher_url: Vec<String>,
     #[arg(long, default_value = "default")]
     pub teacher_model: String,
     #[command(flatten)]
@@ -119,12 +123,15 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
         keep_skills: crate::hsa::solvable::needed_skills(&tasks, &base.names()),
         paraphraser: Default::default(),
     };
-    let make_policy = || -> Option<Box<dyn Policy>> {
-        a.teacher_url.as_ref().map(|url| {
-            let cfg = a.client.config(url, &a.teacher_model);
-            Box::new(OpenAi::new(cfg)) as Box<dyn Policy>
-        })
+    // One client, so one pool, for every harness setting: the balance is over all episodes.
+    let teacher: Option<Arc<OpenAi>> = if a.teacher_url.is_empty() {
+        None
+    } else {
+        let cfg = a.client.config_many(&a.teacher_url, &a.teacher_model);
+        Some(Arc::new(OpenAi::new(cfg).context("--teacher-url")?))
     };
+    let make_policy =
+        || -> Option<Box<dyn Policy>> { teacher.clone().map(|t| Box::new(t) as Box<dyn Policy>) };
     let variants_dir = a
         .variants_dir
         .clone()
@@ -169,6 +176,10 @@ pub fn collect(a: &CollectArgs) -> Result<()> {
         &mut summary,
         &mut |id, e| eprintln!("teacher-distill collect: {id}: {e:#}"),
     );
+    if let Some(t) = teacher.as_ref().filter(|t| t.endpoints().len() > 1) {
+        let pool = t.endpoints();
+        summary.requests_per_endpoint = pool.urls().iter().cloned().zip(pool.sent()).collect();
+    }
     let mut w = io.writer()?;
     for t in &kept {
         w.write(t)?;

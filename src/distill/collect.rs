@@ -42,6 +42,7 @@ pub struct Summary {
     pub episodes: u64,
     pub kept: u64,
     /// reason → count (`accuracy_below_threshold`, `effectiveness_below_threshold`, `rollout_error`,
+    /// `policy_error` (the teacher gave no move: an endpoint down, a timeout; the error is reported),
     /// `variant_masks_needed_skill`: the task was assigned a variant without the skill it needs, and
     /// was not played, since no policy could solve it).
     pub dropped: BTreeMap<String, u64>,
@@ -57,6 +58,9 @@ pub struct Summary {
     /// carry the hook's feedback after the retry policy (kept in full).
     pub kept_with_hook: u64,
     pub kept_with_feedback: u64,
+    /// With several teacher endpoints: endpoint → requests sent to it.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests_per_endpoint: BTreeMap<String, u64>,
 }
 
 impl Summary {
@@ -94,6 +98,9 @@ impl Summary {
             self.kept_with_feedback,
             100.0 * self.kept_with_feedback as f64 / self.kept.max(1) as f64
         ));
+        for (url, n) in &self.requests_per_endpoint {
+            s.push_str(&format!("{:<34} {:>8}\n", format!("requests to {url}"), n));
+        }
         for (hook, kinds) in &self.hooks_fired {
             for (kind, n) in kinds {
                 s.push_str(&format!(
@@ -349,6 +356,11 @@ pub fn collect(
         )) {
             summary.episodes += 1;
             match r {
+                Ok(t) if t.meta.contains_key("policy_error") => {
+                    summary.drop("policy_error");
+                    let e = t.meta["policy_error"].as_str().unwrap_or_default();
+                    errors(&tasks[i].id, &anyhow::anyhow!("the teacher: {e}"));
+                }
                 Ok(mut t) => {
                     if let (Some(v), Some(h)) = (&setting.variant, t.harness.as_mut()) {
                         h.variant = Some(v.record_variant());

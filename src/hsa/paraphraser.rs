@@ -139,7 +139,7 @@ impl Endpoint {
         };
         Ok(Endpoint {
             model: cfg.model.clone(),
-            client: OpenAi::new(cfg),
+            client: OpenAi::new(cfg)?,
             cache: Mutex::new(entries),
             cache_file,
             fallbacks: AtomicU64::new(0),
@@ -166,6 +166,7 @@ impl Endpoint {
             tools: &[],
             turn_start: messages.len(),
             task: None,
+            session: None,
         };
         let reply = self.client.respond(&conv).ok()?;
         let new = reply.text_content().trim().to_string();

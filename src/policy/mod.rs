@@ -2,6 +2,7 @@
 //! OpenAI-compatible endpoint and (later) the local model all sit behind [`Policy`], so the agent runtime
 //! and every stage that rolls out episodes treat them alike.
 
+pub mod endpoints;
 pub mod local;
 pub mod noise;
 pub mod openai;
@@ -25,6 +26,10 @@ pub struct Conversation<'a> {
     /// The simulated task, when there is one. Only a scripted teacher may read its hidden ground truth;
     /// model policies must ignore it.
     pub task: Option<&'a Task>,
+    /// The episode this move belongs to: a key unique to the episode within the process, the same for
+    /// all its moves (`None` outside an episode). A policy over several endpoints keeps an episode on
+    /// one of them by it.
+    pub session: Option<&'a str>,
 }
 
 /// Produces the next assistant message: text content, optional reasoning and optional tool calls.
@@ -33,4 +38,22 @@ pub trait Policy: Send + Sync {
     fn name(&self) -> &str;
 
     fn respond(&self, conv: &Conversation<'_>) -> Result<Message>;
+
+    /// The episode `session` is over: forget whatever was kept for it. Wrappers pass it on.
+    fn end_session(&self, _session: &str) {}
+}
+
+/// A policy shared by several owners (one endpoint client, so one balance, for every harness setting).
+impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn respond(&self, conv: &Conversation<'_>) -> Result<Message> {
+        (**self).respond(conv)
+    }
+
+    fn end_session(&self, session: &str) {
+        (**self).end_session(session)
+    }
 }

@@ -252,6 +252,10 @@ impl Policy for Noisy {
         self.inner.name()
     }
 
+    fn end_session(&self, session: &str) {
+        self.inner.end_session(session);
+    }
+
     fn respond(&self, conv: &Conversation<'_>) -> Result<Message> {
         let mut m = self.inner.respond(conv)?;
         let turn = conv.messages.get(conv.turn_start..).unwrap_or(&[]);

@@ -1,20 +1,24 @@
 //! A policy backed by any OpenAI-compatible chat-completions endpoint (vLLM, SGLang, llama.cpp, a hosted
 //! API): the conversation and the harness's tools go out, the assistant message (content, reasoning,
 //! structured tool calls) comes back. Blocking HTTP with a timeout per request and bounded retries on
-//! transport errors, 429 and 5xx; rollout concurrency comes from the caller's thread pool.
+//! transport errors, 429 and 5xx; rollout concurrency comes from the caller's thread pool. Given several
+//! endpoints (replicas of one model), each request goes to the least busy one and an episode's turns stay
+//! on the endpoint of its first ([`super::endpoints`]).
 
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
+use super::endpoints::EndpointPool;
 use super::{Conversation, Policy};
 use crate::record::{Message, Role};
 
 #[derive(Debug, Clone)]
 pub struct OpenAiConfig {
-    /// Base URL up to the version, e.g. `http://localhost:8000/v1`.
-    pub url: String,
+    /// Base URLs up to the version, e.g. `http://localhost:8000/v1`: one, or several replicas of the
+    /// same model that requests are balanced over.
+    pub urls: Vec<String>,
     pub model: String,
     pub api_key: Option<String>,
     pub timeout: Duration,
@@ -29,7 +33,7 @@ pub struct OpenAiConfig {
 impl OpenAiConfig {
     pub fn new(url: impl Into<String>, model: impl Into<String>) -> OpenAiConfig {
         OpenAiConfig {
-            url: url.into(),
+            urls: vec![url.into()],
             model: model.into(),
             api_key: None,
             timeout: Duration::from_secs(60),
@@ -61,7 +65,13 @@ pub struct ClientArgs {
 
 impl ClientArgs {
     pub fn config(&self, url: &str, model: &str) -> OpenAiConfig {
-        let mut cfg = OpenAiConfig::new(url, model);
+        self.config_many(&[url.to_string()], model)
+    }
+
+    /// The configuration for one or several endpoints (`urls`, at least one) serving `model`.
+    pub fn config_many(&self, urls: &[String], model: &str) -> OpenAiConfig {
+        let mut cfg = OpenAiConfig::new(String::new(), model);
+        cfg.urls = urls.to_vec();
         cfg.api_key = self.api_key.clone();
         cfg.timeout = Duration::from_secs(self.request_timeout.max(1));
         cfg.retries = self.retries;
@@ -72,19 +82,31 @@ impl ClientArgs {
 
 pub struct OpenAi {
     cfg: OpenAiConfig,
-    endpoint: String,
+    /// The chat-completions URL of every endpoint.
+    endpoints: EndpointPool,
     http: ureq::Agent,
 }
 
 impl OpenAi {
-    pub fn new(cfg: OpenAiConfig) -> OpenAi {
-        let endpoint = format!("{}/chat/completions", cfg.url.trim_end_matches('/'));
+    /// A client of `cfg.urls`; fails when there is none, or one is given twice.
+    pub fn new(cfg: OpenAiConfig) -> Result<OpenAi> {
+        let urls = cfg
+            .urls
+            .iter()
+            .map(|u| format!("{}/chat/completions", u.trim_end_matches('/')))
+            .collect();
+        let endpoints = EndpointPool::new(urls)?;
         let http = ureq::AgentBuilder::new().timeout(cfg.timeout).build();
-        OpenAi {
+        Ok(OpenAi {
             cfg,
-            endpoint,
+            endpoints,
             http,
-        }
+        })
+    }
+
+    /// The endpoints and how many requests each was sent.
+    pub fn endpoints(&self) -> &EndpointPool {
+        &self.endpoints
     }
 
     /// The request body for a conversation.
@@ -105,10 +127,12 @@ impl OpenAi {
         body
     }
 
-    fn post(&self, body: &str) -> Result<String> {
+    /// POSTs `body` to the endpoint of `session` (the least busy for a new one).
+    fn post(&self, session: Option<&str>, body: &str) -> Result<String> {
+        let endpoint = self.endpoints.pick(session);
         post_json(
             &self.http,
-            &self.endpoint,
+            endpoint.url(),
             self.cfg.api_key.as_deref(),
             self.cfg.retries,
             body,
@@ -195,7 +219,11 @@ impl Policy for OpenAi {
 
     fn respond(&self, conv: &Conversation<'_>) -> Result<Message> {
         let body = self.body(conv).to_string();
-        parse_response(&self.post(&body)?)
+        parse_response(&self.post(conv.session, &body)?)
+    }
+
+    fn end_session(&self, session: &str) {
+        self.endpoints.end(session);
     }
 }
 
@@ -221,14 +249,15 @@ mod tests {
             "chat_template_kwargs".into(),
             json!({"enable_thinking": false}),
         );
-        let client = OpenAi::new(cfg);
-        assert_eq!(client.endpoint, "http://x/v1/chat/completions");
+        let client = OpenAi::new(cfg).unwrap();
+        assert_eq!(client.endpoints.urls(), ["http://x/v1/chat/completions"]);
         let msgs = [Message::text(Role::User, "hi")];
         let conv = Conversation {
             messages: &msgs,
             tools: &[],
             turn_start: 1,
             task: None,
+            session: None,
         };
         let b = client.body(&conv);
         assert_eq!(b["messages"][0]["content"], "hi");
@@ -247,8 +276,9 @@ mod tests {
             tools: &[],
             turn_start: 1,
             task: None,
+            session: None,
         };
-        let err = OpenAi::new(cfg).respond(&conv).unwrap_err();
+        let err = OpenAi::new(cfg).unwrap().respond(&conv).unwrap_err();
         assert!(format!("{err:#}").contains("127.0.0.1:9"), "{err:#}");
     }
 }

@@ -16,8 +16,9 @@ use super::arrivals::schedule;
 use super::client::{send, Mode, Target};
 use super::report::{cdf_svg, compare, summary_json, write_csv};
 use super::set;
-use super::stats::summarize;
+use super::stats::{by_endpoint, summarize};
 use crate::harness::Harness;
+use crate::policy::endpoints::EndpointPool;
 use crate::sim::catalog::Catalog;
 use crate::sim::tasks::Mix;
 
@@ -46,9 +47,17 @@ enum Command {
 
 #[derive(Debug, Args)]
 struct RunArgs {
-    /// Server root URL (without /v1).
-    #[arg(long, default_value = "http://127.0.0.1:8000")]
-    base_url: String,
+    /// Server root URL (without /v1). Repeat it (or `--endpoint`) for replicas of one model: each
+    /// request goes to the server with the fewest requests in flight, and repeats of a replay line go
+    /// where its first request went (its prompt is in that server's prefix cache); the summary then
+    /// counts requests, failures and latencies per endpoint.
+    #[arg(
+        long = "base-url",
+        visible_alias = "endpoint",
+        value_name = "URL",
+        default_value = "http://127.0.0.1:8000"
+    )]
+    base_url: Vec<String>,
     #[arg(long, default_value = "testdata/replay/default.jsonl")]
     set: PathBuf,
     #[arg(long, value_enum, default_value_t = Mode::Plain)]
@@ -179,6 +188,7 @@ fn run(a: RunArgs) -> Result<()> {
         bail!("{} holds no requests", a.set.display());
     }
     let n = a.num_prompts.unwrap_or(entries.len());
+    let endpoints = Arc::new(EndpointPool::new(a.base_url.clone()).context("--base-url")?);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -186,10 +196,10 @@ fn run(a: RunArgs) -> Result<()> {
         let client = reqwest::Client::builder().pool_max_idle_per_host(1024).build()?;
         let model = match &a.model {
             Some(m) => m.clone(),
-            None => first_model(&client, &a.base_url, a.api_key.as_deref()).await?,
+            None => first_model(&client, &a.base_url[0], a.api_key.as_deref()).await?,
         };
         let target = Arc::new(Target {
-            base_url: a.base_url.clone(), api_key: a.api_key.clone(), model: model.clone(), mode: a.mode,
+            endpoints: endpoints.clone(), api_key: a.api_key.clone(), model: model.clone(), mode: a.mode,
             max_tokens: a.max_tokens, temperature: a.temperature, seed: a.seed, timeout: Duration::from_secs(a.timeout_secs.max(1)),
         });
         let t0 = Instant::now();
@@ -230,7 +240,12 @@ fn run(a: RunArgs) -> Result<()> {
         meta.insert("endpoint_type".into(), json!(a.mode));
         meta.insert("label".into(), json!(a.label));
         meta.insert("model_id".into(), json!(model));
-        meta.insert("base_url".into(), json!(a.base_url));
+        if let [one] = a.base_url.as_slice() {
+            meta.insert("base_url".into(), json!(one));
+        } else {
+            meta.insert("base_url".into(), json!(a.base_url));
+            meta.insert("endpoints".into(), json!(by_endpoint(&runs, &a.base_url)));
+        }
         meta.insert("replay_set".into(), json!(a.set.display().to_string()));
         meta.insert("num_prompts".into(), json!(n));
         meta.insert("warmup".into(), json!(a.warmup));
@@ -246,6 +261,16 @@ fn run(a: RunArgs) -> Result<()> {
             summary.completed, summary.failed, duration, summary.e2el_ms.p50.unwrap_or(f64::NAN), summary.e2el_ms.p95.unwrap_or(f64::NAN),
             summary.ttft_ms.p50.unwrap_or(f64::NAN), summary.output_throughput, a.slo_e2e_ms / 1000.0, summary.attainment * 100.0
         );
+        if a.base_url.len() > 1 {
+            for e in by_endpoint(&runs, &a.base_url) {
+                eprintln!(
+                    "replay-bench: {}: {} requests, {} failed{} · e2e P50 {:.0} ms P95 {:.0} ms",
+                    e.url, e.requests, e.failed,
+                    if e.first_error.is_empty() { String::new() } else { format!(" (first: {})", e.first_error) },
+                    e.e2el_ms.p50.unwrap_or(f64::NAN), e.e2el_ms.p95.unwrap_or(f64::NAN)
+                );
+            }
+        }
         if let Some(dir) = &a.out {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&result)? + "\n")?;
@@ -264,13 +289,14 @@ async fn first_model(client: &reqwest::Client, base: &str, key: Option<&str>) ->
     if let Some(k) = key {
         r = r.bearer_auth(k);
     }
+    let url = format!("{}/v1/models", base.trim_end_matches('/'));
     let v: Value = r
         .send()
         .await
-        .context("GET /v1/models")?
+        .with_context(|| format!("GET {url}"))?
         .json()
         .await
-        .context("GET /v1/models: not JSON")?;
+        .with_context(|| format!("GET {url}: not JSON"))?;
     v["data"][0]["id"]
         .as_str()
         .map(str::to_string)

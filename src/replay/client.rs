@@ -2,8 +2,11 @@
 //! just before the POST; TTFT is the first chunk that carries content or a tool call; ITL is every gap
 //! between later chunks; E2E ends at the last chunk. Plain mode streams `/v1/chat/completions` from any
 //! OpenAI-compatible server; agent mode posts the task record to `/v1/agent` (one response, no TTFT).
+//! Each request goes to one of the target's endpoints: the least busy, or the one earlier requests of
+//! the same replay line went to ([`crate::policy::endpoints`]).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -11,6 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::set::Entry;
 use super::stats::Measured;
+use crate::policy::endpoints::EndpointPool;
 use crate::record::{Content, FunctionCall, Message, Role, ToolCall};
 use crate::sim::success;
 
@@ -25,8 +29,8 @@ pub enum Mode {
 
 #[derive(Debug, Clone)]
 pub struct Target {
-    /// Server root, e.g. `http://127.0.0.1:8000`.
-    pub base_url: String,
+    /// Server roots, e.g. `http://127.0.0.1:8000`: one, or replicas of one model to balance over.
+    pub endpoints: Arc<EndpointPool>,
     pub api_key: Option<String>,
     pub model: String,
     pub mode: Mode,
@@ -37,6 +41,8 @@ pub struct Target {
 }
 
 /// Sends `entry` (the `index`-th request, seeded by it) and measures it; `t0` is the benchmark start.
+/// The replay line's id is its session: repeats of a line go where its first request went (its prompt
+/// is in that server's prefix cache).
 pub async fn send(
     client: &reqwest::Client,
     target: &Target,
@@ -44,19 +50,23 @@ pub async fn send(
     index: usize,
     t0: Instant,
 ) -> Measured {
+    let endpoint = target.endpoints.pick(Some(&entry.record.id));
+    let base = endpoint.url();
     let start = Instant::now();
     let mut m = Measured {
         id: entry.record.id.clone(),
         intent: entry.intent(),
         start_s: start.duration_since(t0).as_secs_f64(),
+        endpoint: base.to_string(),
         ..Measured::default()
     };
     let seed = target.seed.wrapping_add(index as u64);
     let result = match target.mode {
-        Mode::Plain => plain(client, target, entry, seed, start, &mut m).await,
-        Mode::Agent => agent(client, target, entry, seed, &mut m).await,
+        Mode::Plain => plain(client, target, base, entry, seed, start, &mut m).await,
+        Mode::Agent => agent(client, target, base, entry, seed, &mut m).await,
     };
     m.e2e_ms = start.elapsed().as_secs_f64() * 1000.0;
+    drop(endpoint);
     if let Err(e) = result {
         m.ok = false;
         m.error = e;
@@ -67,11 +77,12 @@ pub async fn send(
 fn request(
     client: &reqwest::Client,
     target: &Target,
+    base: &str,
     path: &str,
     body: &Value,
 ) -> reqwest::RequestBuilder {
     let mut r = client
-        .post(format!("{}{path}", target.base_url.trim_end_matches('/')))
+        .post(format!("{}{path}", base.trim_end_matches('/')))
         .timeout(target.timeout)
         .json(body);
     if let Some(k) = &target.api_key {
@@ -83,6 +94,7 @@ fn request(
 async fn plain(
     client: &reqwest::Client,
     target: &Target,
+    base: &str,
     entry: &Entry,
     seed: u64,
     start: Instant,
@@ -98,7 +110,7 @@ async fn plain(
     {
         body["tools"] = entry.request["tools"].clone();
     }
-    let resp = request(client, target, "/v1/chat/completions", &body)
+    let resp = request(client, target, base, "/v1/chat/completions", &body)
         .send()
         .await
         .map_err(|e| format!("send: {e}"))?;
@@ -246,6 +258,7 @@ impl Reply {
 async fn agent(
     client: &reqwest::Client,
     target: &Target,
+    base: &str,
     entry: &Entry,
     seed: u64,
     m: &mut Measured,
@@ -253,7 +266,7 @@ async fn agent(
     let mut body = serde_json::to_value(&entry.record).map_err(|e| e.to_string())?;
     body["hat_agent"] =
         json!({"max_tokens": target.max_tokens, "temperature": target.temperature, "seed": seed});
-    let resp = request(client, target, "/v1/agent", &body)
+    let resp = request(client, target, base, "/v1/agent", &body)
         .send()
         .await
         .map_err(|e| format!("send: {e}"))?;

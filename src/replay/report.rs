@@ -68,6 +68,7 @@ pub fn write_csv(path: &Path, runs: &[Measured]) -> Result<()> {
         "input_tokens",
         "output_tokens",
         "error",
+        "endpoint",
     ])?;
     let num = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.3}"));
     for r in runs {
@@ -87,6 +88,7 @@ pub fn write_csv(path: &Path, runs: &[Measured]) -> Result<()> {
             r.input_tokens.to_string(),
             r.output_tokens.to_string(),
             r.error.clone(),
+            r.endpoint.clone(),
         ])?;
     }
     w.flush()?;

@@ -24,6 +24,8 @@ pub struct Measured {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub error: String,
+    /// The server root the request went to.
+    pub endpoint: String,
 }
 
 impl Measured {
@@ -162,4 +164,37 @@ pub fn max_concurrency(runs: &[Measured]) -> u64 {
         peak = peak.max(now);
     }
     peak as u64
+}
+
+/// One endpoint's share of a run: its requests, failures (with the first error) and latencies.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct EndpointShare {
+    pub url: String,
+    pub requests: u64,
+    pub failed: u64,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub first_error: String,
+    pub e2el_ms: Distribution,
+    pub ttft_ms: Distribution,
+}
+
+/// Per endpoint of `urls` (in that order), the requests of `runs` sent there.
+pub fn by_endpoint(runs: &[Measured], urls: &[String]) -> Vec<EndpointShare> {
+    urls.iter()
+        .map(|url| {
+            let mine: Vec<&Measured> = runs.iter().filter(|r| &r.endpoint == url).collect();
+            let ok: Vec<&&Measured> = mine.iter().filter(|r| r.ok).collect();
+            EndpointShare {
+                url: url.clone(),
+                requests: mine.len() as u64,
+                failed: mine.iter().filter(|r| !r.ok).count() as u64,
+                first_error: mine
+                    .iter()
+                    .find(|r| !r.ok)
+                    .map_or(String::new(), |r| r.error.clone()),
+                e2el_ms: Distribution::of(&ok.iter().map(|r| r.e2e_ms).collect::<Vec<_>>()),
+                ttft_ms: Distribution::of(&ok.iter().filter_map(|r| r.ttft_ms).collect::<Vec<_>>()),
+            }
+        })
+        .collect()
 }
