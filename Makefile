@@ -66,9 +66,12 @@ run: build
 #           heldout    the same tasks under 8 eval-pool variants: names and wording training never saw
 #           phrasings  held-out wording too (the second column; scripts/surface_ceiling.py says how far
 #                      keyword statistics get there)
-#  base   language modelling of the original-harness dialogues without the system prompt, every token:
-#         the viewers' words get meaning before SFT asks the model to act on them (DISTILL_BASE_STEPS=0: skip)
-#  sft    HSA-SFT from the base on full episodes + opening turns, a fixed step budget (same result on any
+#  base   the opening turns of the original-harness dialogues without the system prompt (the viewers'
+#         messages and the opening call), loss on the call, 1e-3 held constant: the model learns to choose
+#         the skill from the message before SFT adds the harness (DISTILL_BASE_STEPS=0: skip). The choice
+#         appears between steps 250 and 500 and only at an undecayed rate (docs/learning-default.md).
+#  sft    HSA-SFT from the base on full episodes + opening turns (+ the base stage's prompt-less opening turns,
+#         so the choice is kept), 1e-3 held, a fixed step budget (same result on any
 #         machine), teacher-forced dev metrics on the primary set every 100 steps (metrics.jsonl, loss.svg)
 #  eval   the probe (teacher-forced opening call by intent, with intervals) on the three sets, then the model
 #         plays the primary tasks in the simulator and the judge scores them (eval.md)
@@ -82,9 +85,14 @@ DISTILL_VARIANTS ?= 64
 DISTILL_KEEP_RETRY ?= 0.6
 DISTILL_EVAL_TASKS ?= 200
 DISTILL_ROLLOUTS ?= 200
-DISTILL_BASE_STEPS ?= 200
+DISTILL_BASE_STEPS ?= 750
+DISTILL_BASE_LR ?= 1e-3
+# Opening turns are ~75 tokens: ~13 to a 2,048-token micro-batch, one micro-batch a step.
+DISTILL_BASE_BATCH_TOKENS ?= 2048
 DISTILL_STEPS ?= 400
-DISTILL_LR ?= 3e-3
+DISTILL_LR ?= 1e-3
+# Held, not decayed: the opening choice is learned late and only at full rate (docs/learning-default.md).
+DISTILL_LR_SCHEDULER ?= constant_with_warmup
 # A micro-batch of 8,192 tokens holds one room under one harness: its ~2.5k-token system prompt and tools
 # once, then the viewers' episodes (~340 tokens each) or opening turns (~100 each).
 DISTILL_BATCH_TOKENS ?= 8192
@@ -93,7 +101,7 @@ TD := $(BIN)/teacher-distill
 CATALOG := --products $(DISTILL_PRODUCTS)
 # One recipe for the embedded default and both arms of `make compare` (RECORDS and INIT vary).
 SFT_ARGS = --dev-records $(DISTILL)/teacher.primary.jsonl --tokenizer $(DISTILL)/tokenizer \
-	--max-steps $(DISTILL_STEPS) --learning-rate $(DISTILL_LR) --batch-tokens $(DISTILL_BATCH_TOKENS) \
+	--max-steps $(DISTILL_STEPS) --learning-rate $(DISTILL_LR) --lr-scheduler-type $(DISTILL_LR_SCHEDULER) --batch-tokens $(DISTILL_BATCH_TOKENS) \
 	--gradient-accumulation-steps $(DISTILL_ACCUM) --eval-steps 100 --save-steps 100 --seed $(SEED) \
 	--model-init $(if $(filter 0,$(DISTILL_BASE_STEPS)),tiny,$(DISTILL)/base/checkpoint-$(shell printf %06d $(DISTILL_BASE_STEPS)))
 newest = $$(ls -d $(1)/checkpoint-* | tail -1)
@@ -117,10 +125,12 @@ distill-data: build
 		--keep-retry-prob $(DISTILL_KEEP_RETRY) \
 		--faults $(FAULTS) --seed $(SEED) $(CATALOG) -o $(DISTILL)/teacher.first.full.jsonl --summary $(DISTILL)/collect.first.json
 	$(HAT) records cat --first-turn -i $(DISTILL)/teacher.first.full.jsonl -o $(DISTILL)/teacher.first.jsonl
-	cat $(DISTILL)/teacher.full.jsonl $(DISTILL)/teacher.first.jsonl > $(DISTILL)/teacher.jsonl
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.first.jsonl --variants 0 --seed $(SEED) $(CATALOG) \
 		-o $(DISTILL)/teacher.original.jsonl
-	$(HAT) records cat --dialogue-only -i $(DISTILL)/teacher.original.jsonl -o $(DISTILL)/base.jsonl
+	$(HAT) records cat --first-turn --dialogue-only -i $(DISTILL)/teacher.original.jsonl -o $(DISTILL)/base.jsonl
+	# The prompt-less opening turns stay in SFT so the choice learned in the base stage is kept while the
+	# harness is added (docs/learning-default.md).
+	cat $(DISTILL)/teacher.full.jsonl $(DISTILL)/teacher.first.jsonl $(DISTILL)/base.jsonl > $(DISTILL)/teacher.jsonl
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.primary.jsonl --variants 0 --seed $(SEED) $(CATALOG) \
 		-o $(DISTILL)/teacher.primary.jsonl
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.primary.jsonl --variants 8 --pool eval --original-share 0 \
@@ -130,12 +140,14 @@ distill-data: build
 	$(HAT) tokenizer train --records $(DISTILL)/teacher.jsonl --harness $(HARNESS) \
 		--text testdata/ifeval/input_data.jsonl --vocab-size 4096 --out $(DISTILL)/tokenizer
 
+# The base stage's recipe, from `tiny`; add --records, --tokenizer, --max-steps, --save-steps, --out.
+BASE_TRAIN = $(TD) train --model-init tiny --learning-rate $(DISTILL_BASE_LR) --lr-scheduler-type constant_with_warmup \
+	--warmup-steps 20 --batch-tokens $(DISTILL_BASE_BATCH_TOKENS) --seed $(SEED) --eval-steps 0 --overwrite-output-dir
+
 distill-base: distill-data
 ifneq ($(DISTILL_BASE_STEPS),0)
-	$(TD) train --records $(DISTILL)/base.jsonl --assistant-only-loss false --model-init tiny --tokenizer $(DISTILL)/tokenizer \
-		--max-steps $(DISTILL_BASE_STEPS) --learning-rate $(DISTILL_LR) --batch-tokens $(DISTILL_BATCH_TOKENS) \
-		--gradient-accumulation-steps $(DISTILL_ACCUM) --save-steps $(DISTILL_BASE_STEPS) --seed $(SEED) \
-		--out $(DISTILL)/base --overwrite-output-dir
+	$(BASE_TRAIN) --records $(DISTILL)/base.jsonl --tokenizer $(DISTILL)/tokenizer \
+		--max-steps $(DISTILL_BASE_STEPS) --save-steps $(DISTILL_BASE_STEPS) --out $(DISTILL)/base
 endif
 
 # MODEL_DIR: the checkpoint to evaluate (default: the newest of $(DISTILL)/model).
@@ -157,7 +169,7 @@ compare: build distill-data distill-base
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.train.jsonl --variants 0 --faults $(FAULTS) \
 		--seed $(SEED) $(CATALOG) -o $(COMPARE)/teacher.fixed.full.jsonl
 	$(HAT) records cat --first-turn -i $(DISTILL)/teacher.original.jsonl -o $(COMPARE)/teacher.fixed.first.jsonl
-	cat $(COMPARE)/teacher.fixed.full.jsonl $(COMPARE)/teacher.fixed.first.jsonl > $(COMPARE)/teacher.fixed.jsonl
+	cat $(COMPARE)/teacher.fixed.full.jsonl $(COMPARE)/teacher.fixed.first.jsonl $(DISTILL)/base.jsonl > $(COMPARE)/teacher.fixed.jsonl
 	$(TD) train --records $(COMPARE)/teacher.fixed.jsonl $(SFT_ARGS) --out $(COMPARE)/fixed --overwrite-output-dir
 	$(TD) train --records $(DISTILL)/teacher.jsonl $(SFT_ARGS) --out $(COMPARE)/hsa --overwrite-output-dir
 	$(TD) probe --model fixed=$(call newest,$(COMPARE)/fixed) --model hsa=$(call newest,$(COMPARE)/hsa) \
@@ -211,9 +223,8 @@ opd: build distill-data
 	$(HAT) general prompts --split train --n $(GENERAL_TRAIN) --seed $(SEED) -o $(OPD)/general-train.jsonl
 	$(HAT) general prompts --split eval --n $(GENERAL_EVAL) --seed $(SEED) -o $(OPD)/general-eval.jsonl
 	cat $(OPD)/general-train.jsonl $(DISTILL)/base.jsonl > $(OPD)/base-records.jsonl
-	$(TD) train --records $(OPD)/base-records.jsonl --assistant-only-loss false --model-init tiny --tokenizer $(DISTILL)/tokenizer \
-		--max-steps $(GENERAL_STEPS) --learning-rate $(DISTILL_LR) --batch-tokens $(DISTILL_BATCH_TOKENS) \
-		--save-steps $(GENERAL_STEPS) --seed $(SEED) --out $(OPD)/base --overwrite-output-dir
+	$(BASE_TRAIN) --records $(OPD)/base-records.jsonl --tokenizer $(DISTILL)/tokenizer \
+		--max-steps $(GENERAL_STEPS) --save-steps $(GENERAL_STEPS) --out $(OPD)/base
 	$(TD) train --records $(DISTILL)/teacher.original.jsonl --model-init $(call newest,$(OPD)/base) \
 		--tokenizer $(DISTILL)/tokenizer --max-steps $(OPD_SFT_STEPS) --learning-rate $(DISTILL_LR) \
 		--batch-tokens $(DISTILL_BATCH_TOKENS) --save-steps $(OPD_SFT_STEPS) --seed $(SEED) --out $(OPD)/sft --overwrite-output-dir
@@ -243,7 +254,7 @@ opd: build distill-data
 # follows it. HARNESS=harness-samples/aftersales make reproduce runs it on another harness.
 REPRO ?= $(OUT)/reproduce
 R_DATA = $(REPRO)/data
-R_BASE_STEPS ?= 200
+R_BASE_STEPS ?= $(DISTILL_BASE_STEPS)
 R_SFT_STEPS ?= 200
 R_OPD_STEPS ?= 40
 R_RL_STEPS ?= 20
@@ -253,7 +264,7 @@ R_MAX_TOKENS ?= 160
 R_REPLAY_PROMPTS ?= 110
 R_STAGES := base fixed hsa opd rl
 R_CKPT = $$(ls -d $(REPRO)/$(1)/checkpoint-* | tail -1)
-R_TRAIN = $(TD) train --tokenizer $(R_DATA)/tokenizer --learning-rate $(DISTILL_LR) --batch-tokens $(DISTILL_BATCH_TOKENS) \
+R_TRAIN = $(TD) train --tokenizer $(R_DATA)/tokenizer --learning-rate $(DISTILL_LR) --lr-scheduler-type $(DISTILL_LR_SCHEDULER) --batch-tokens $(DISTILL_BATCH_TOKENS) \
 	--gradient-accumulation-steps $(DISTILL_ACCUM) --seed $(SEED) --eval-steps 0 --overwrite-output-dir
 # Every stage's recipe starts with $(r-start) and ends with $(r-end STAGE): seconds into times.tsv.
 r-start = @mkdir -p $(REPRO) && date +%s > $@.start
@@ -270,13 +281,13 @@ $(REPRO)/data.done:
 	$(TD) collect --harness $(HARNESS) --tasks $(R_DATA)/tasks.train.jsonl --variants 0 --faults $(FAULTS) \
 		--keep-retry-prob $(DISTILL_KEEP_RETRY) --seed $(SEED) $(CATALOG) -o $(R_DATA)/teacher.fixed.full.jsonl
 	$(HAT) records cat --first-turn -i $(R_DATA)/teacher.original.jsonl -o $(R_DATA)/teacher.fixed.first.jsonl
-	cat $(R_DATA)/teacher.fixed.full.jsonl $(R_DATA)/teacher.fixed.first.jsonl > $(R_DATA)/teacher.fixed.jsonl
+	cat $(R_DATA)/teacher.fixed.full.jsonl $(R_DATA)/teacher.fixed.first.jsonl $(R_DATA)/base.jsonl > $(R_DATA)/teacher.fixed.jsonl
 	cat $(R_DATA)/general-train.jsonl $(R_DATA)/base.jsonl > $(R_DATA)/base-records.jsonl
 	$(call r-end,data)
 
 $(REPRO)/base.done: $(REPRO)/data.done
 	$(r-start)
-	$(R_TRAIN) --records $(R_DATA)/base-records.jsonl --assistant-only-loss false --model-init tiny \
+	$(BASE_TRAIN) --records $(R_DATA)/base-records.jsonl --tokenizer $(R_DATA)/tokenizer \
 		--max-steps $(R_BASE_STEPS) --save-steps $(R_BASE_STEPS) --out $(REPRO)/base
 	$(call r-end,base)
 
