@@ -14,7 +14,15 @@
 //!
 //! Rewards per dimension, `score` and `reward` as [`super::rewards`] defines them. In
 //! `extra_logs` an unobservable dimension is 0 (the engine turns logs into tensors); `/score` says
-//! `null`. The LLM judge is not served yet.
+//! `null`.
+//!
+//! With the LLM judge's flags (`--url`, `--model`, …, as `judge llm` takes them; the endpoint's key is
+//! `--judge-api-key` here) every episode is also judged pointwise by the LLM, and its `accuracy` and
+//! `effectiveness` come back as the separate dimensions `llm_accuracy` and `llm_effectiveness` (in
+//! `extra_logs`; in `/score`'s `rewards`, with the judge's name and reason under `llm`). They change
+//! `reward` and `score` only by `--llm-weight` × their mean (default 0: not at all). The call is
+//! blocking network I/O on the request's blocking thread, never on the runtime; an endpoint or verdict
+//! failure is that request's 502, naming the endpoint.
 
 use std::sync::Arc;
 
@@ -34,6 +42,8 @@ use super::env::text::completion_message;
 use super::http::{self, serve_until_signal, HttpOptions};
 use super::rewards::{Rewards, DIMENSIONS};
 use crate::chat::ToolCallFormat;
+use crate::judge::commands::LlmJudgeArgs;
+use crate::judge::llm::{LlmJudge, Pointwise, Tally};
 use crate::judge::verifiable::TokenCounter;
 use crate::record::{Message, Role, Trajectory};
 use crate::serve::error::ApiError;
@@ -42,10 +52,16 @@ use crate::serve::error::ApiError;
 /// (`--reward.remote_url http://HOST:PORT/reward`) and a JSON form with the rewards per dimension on
 /// `POST /score` (verl reward functions, GDPO). Labels are HAT task or trajectory records.
 /// Protocol: docs/services.md.
+///
+/// With `--url` and `--model` (the flags of `judge llm`), the LLM judge also scores every episode
+/// pointwise: `llm_accuracy` and `llm_effectiveness` are returned next to the verifiable dimensions,
+/// and added to `reward` and `score` with `--llm-weight` (default 0).
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:\n  \
 judge serve --port 8200\n  \
+judge serve --url http://127.0.0.1:8000 --model qwen3-32b --cache .judge-cache --llm-weight 0.5\n  \
 curl -s localhost:8200/score -d '{\"items\": [{\"record\": '\"$(head -1 episodes.jsonl)\"'}]}'")]
+#[command(mut_arg("judge_api_key", |a| a.long("judge-api-key")))]
 pub struct RewardServeArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
@@ -67,12 +83,36 @@ pub struct RewardServeArgs {
     /// How responses write tool calls: hermes (Qwen3) or qwen3_xml (Qwen3.5).
     #[arg(long, default_value = "hermes")]
     pub tool_call_format: ToolCallFormat,
+    /// The LLM judge (optional): its endpoint, template and cache, as `judge llm` takes them.
+    #[command(flatten, next_help_heading = "LLM judge (optional)")]
+    pub llm: LlmJudgeArgs,
+    /// Add this × the mean of llm_accuracy and llm_effectiveness to `reward` and `score` (0: the LLM's
+    /// dimensions are only reported).
+    #[arg(long, default_value_t = 0.0, requires = "url")]
+    pub llm_weight: f64,
 }
 
 pub struct RewardState {
     counter: TokenCounter,
     max_items: usize,
     format: ToolCallFormat,
+    llm: Option<LlmServed>,
+}
+
+/// The LLM judge as the service runs it.
+struct LlmServed {
+    judge: LlmJudge,
+    /// The configured endpoint, as errors name it.
+    url: String,
+    weight: f64,
+}
+
+/// The LLM's pointwise verdict on one episode.
+struct LlmVerdict {
+    verdict: Pointwise,
+    /// The mean of its two dimensions: what `--llm-weight` scales.
+    score: f64,
+    cached: bool,
 }
 
 pub type RewardApp = Arc<RewardState>;
@@ -86,6 +126,19 @@ impl RewardServeArgs {
             },
             max_items: self.max_items.max(1),
             format: self.tool_call_format,
+            llm: match self.llm.judge(false)? {
+                Some(judge) => {
+                    if !self.llm_weight.is_finite() {
+                        bail!("--llm-weight must be a finite number");
+                    }
+                    Some(LlmServed {
+                        judge,
+                        url: self.llm.url.clone().unwrap_or_default(),
+                        weight: self.llm_weight,
+                    })
+                }
+                None => None,
+            },
         }))
     }
 
@@ -99,8 +152,14 @@ impl RewardServeArgs {
     pub fn run(&self) -> Result<()> {
         let app = self.state()?;
         let http = self.http();
+        let llm = match (&self.llm.url, &self.llm.model) {
+            (Some(url), Some(model)) => {
+                format!(" + LLM judge {model} at {url} (weight {})", self.llm_weight)
+            }
+            _ => String::new(),
+        };
         let banner = format!(
-            "judge serve: verifiable judge (api key {})",
+            "judge serve: verifiable judge{llm} (api key {})",
             if http.api_key.is_some() {
                 "required"
             } else {
@@ -115,11 +174,20 @@ pub fn router(app: RewardApp, opts: &HttpOptions) -> Router {
     let routes = Router::new()
         .route("/reward", post(openrlhf))
         .route("/score", post(score))
-        .with_state(app);
+        .with_state(app.clone());
+    let mut dimensions: Vec<&str> = DIMENSIONS.to_vec();
+    let mut info = json!({"status": "ok", "service": "hat-judge"});
+    if let Some(llm) = &app.llm {
+        dimensions.extend(LLM_DIMENSIONS);
+        info["llm_judge"] =
+            json!({"judge": llm.judge.name(), "url": llm.url, "weight": llm.weight});
+    }
+    info["dimensions"] = json!(dimensions);
     let health = Router::new().route(
         "/health",
-        get(|| async {
-            Json(json!({"status": "ok", "service": "hat-judge", "dimensions": DIMENSIONS}))
+        get(move || {
+            let info = info.clone();
+            async move { Json(info) }
         }),
     );
     http::finish(routes, health, opts)
@@ -177,17 +245,55 @@ fn to_message(out: crate::chat::AssistantOutput, reasoning: Option<String>) -> M
     m
 }
 
-/// Judges one item; the error is the client's, naming the item.
+/// The LLM judge's dimensions, after the verifiable ones.
+pub const LLM_DIMENSIONS: [&str; 2] = ["llm_accuracy", "llm_effectiveness"];
+
+/// One item judged: the verifiable judge's rewards (with the LLM's weighted share added to `reward`
+/// and `score`), the judged record, and the LLM's verdict when one is configured.
+struct Judged {
+    rewards: Rewards,
+    traj: Trajectory,
+    llm: Option<LlmVerdict>,
+}
+
+/// Judges one item. A bad item is the client's error (400), a failed LLM call the endpoint's (502);
+/// both name the item. Runs on a blocking thread: the LLM call is blocking network I/O.
 fn judge_one(
     app: &RewardState,
     i: usize,
     label: &Value,
     response: Option<&str>,
-) -> Result<(Rewards, Trajectory), ApiError> {
+) -> Result<Judged, ApiError> {
     let mut traj = episode(label, response, app.format)
         .map_err(|e| ApiError::bad_request(format!("item {i}: {e:#}")))?;
-    let rewards = Rewards::judge(&mut traj, &app.counter);
-    Ok((rewards, traj))
+    let mut rewards = Rewards::judge(&mut traj, &app.counter);
+    let llm = match &app.llm {
+        None => None,
+        Some(llm) => {
+            // The prompt is rendered from the record as the verifiable judge left it, exactly as
+            // `judge score | judge llm` would see it.
+            let mut tally = Tally::default();
+            let verdict = llm.judge.pointwise(&traj, &mut tally).map_err(|e| {
+                ApiError::new(
+                    StatusCode::BAD_GATEWAY,
+                    format!(
+                        "item {i}: the LLM judge ({}) at {} failed: {e:#}",
+                        llm.judge.name(),
+                        llm.url
+                    ),
+                )
+            })?;
+            let score = (verdict.accuracy + verdict.effectiveness) / 2.0;
+            rewards.reward += llm.weight * score;
+            rewards.score += llm.weight * score;
+            Some(LlmVerdict {
+                verdict,
+                score,
+                cached: tally.cached > 0,
+            })
+        }
+    };
+    Ok(Judged { rewards, traj, llm })
 }
 
 fn too_many(app: &RewardState, n: usize) -> ApiError {
@@ -258,6 +364,13 @@ fn do_openrlhf(app: &RewardState, req: OpenRlhfRequest) -> Result<Value, ApiErro
         .map(|d| (d.to_string(), Vec::with_capacity(n)))
         .chain([("success".to_string(), Vec::with_capacity(n))])
         .collect();
+    let mut llm_logs: Vec<(String, Vec<f64>)> = match app.llm {
+        Some(_) => LLM_DIMENSIONS
+            .iter()
+            .map(|d| (d.to_string(), Vec::with_capacity(n)))
+            .collect(),
+        None => Vec::new(),
+    };
     for i in 0..n {
         // OpenRLHF decodes prompt and response together; the response is what follows the prompt.
         let query = &req.query[i];
@@ -266,7 +379,12 @@ fn do_openrlhf(app: &RewardState, req: OpenRlhfRequest) -> Result<Value, ApiErro
             .get(i)
             .and_then(|p| query.strip_prefix(p.as_str()))
             .unwrap_or(query);
-        let (r, _) = judge_one(app, i, &req.labels[i], Some(response))?;
+        let judged = judge_one(app, i, &req.labels[i], Some(response))?;
+        if let Some(v) = &judged.llm {
+            llm_logs[0].1.push(v.verdict.accuracy);
+            llm_logs[1].1.push(v.verdict.effectiveness);
+        }
+        let r = judged.rewards;
         rewards.push(r.reward);
         scores.push(r.score);
         for (k, (_, v)) in r.dimensions.iter().enumerate() {
@@ -276,7 +394,11 @@ fn do_openrlhf(app: &RewardState, req: OpenRlhfRequest) -> Result<Value, ApiErro
             .1
             .push(if r.success { 1.0 } else { 0.0 });
     }
-    let extra_logs: Map<String, Value> = logs.into_iter().map(|(k, v)| (k, json!(v))).collect();
+    let extra_logs: Map<String, Value> = logs
+        .into_iter()
+        .chain(llm_logs)
+        .map(|(k, v)| (k, json!(v)))
+        .collect();
     Ok(json!({"rewards": rewards, "scores": scores, "extra_logs": extra_logs}))
 }
 
@@ -320,8 +442,22 @@ fn do_score(app: &RewardState, req: ScoreRequest) -> Result<Value, ApiError> {
                 )))
             }
         };
-        let (r, traj) = judge_one(app, i, label, response)?;
-        results.push(r.to_json(&traj));
+        let judged = judge_one(app, i, label, response)?;
+        let mut result = judged.rewards.to_json(&judged.traj);
+        if let (Some(v), Some(llm)) = (&judged.llm, &app.llm) {
+            result["rewards"]["llm_accuracy"] = json!(v.verdict.accuracy);
+            result["rewards"]["llm_effectiveness"] = json!(v.verdict.effectiveness);
+            result["llm"] = json!({
+                "judge": llm.judge.name(),
+                "accuracy": v.verdict.accuracy,
+                "effectiveness": v.verdict.effectiveness,
+                "score": v.score,
+                "weight": llm.weight,
+                "reason": v.verdict.reason,
+                "cached": v.cached,
+            });
+        }
+        results.push(result);
     }
     Ok(json!({"results": results}))
 }
