@@ -531,3 +531,35 @@ impl CompareArgs {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: LlmArgs,
+    }
+
+    #[test]
+    fn judge_llm_still_requires_url_and_model() {
+        let e = Cli::try_parse_from(["llm", "--model", "m"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--url"), "{e}");
+        let e = Cli::try_parse_from(["llm", "--url", "http://x"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--model"), "{e}");
+        let a = Cli::try_parse_from(["llm", "--url", "http://x", "--model", "m", "--api-key", "k"])
+            .unwrap()
+            .args;
+        assert_eq!(a.judge.api_key.as_deref(), Some("k"));
+        assert_eq!(a.judge.judge(false).unwrap().unwrap().name(), "llm:m");
+    }
+}

@@ -117,6 +117,13 @@ struct LlmVerdict {
 
 pub type RewardApp = Arc<RewardState>;
 
+impl RewardState {
+    /// The LLM judge's name (`llm:<model>`), when one is configured.
+    pub fn llm_judge(&self) -> Option<String> {
+        self.llm.as_ref().map(|l| l.judge.name())
+    }
+}
+
 impl RewardServeArgs {
     pub fn state(&self) -> Result<RewardApp> {
         Ok(Arc::new(RewardState {
