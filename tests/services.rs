@@ -694,12 +694,15 @@ async fn llm_calls_run_off_the_runtime_and_a_dead_endpoint_is_a_502_naming_it() 
     let record = serde_json::to_value(played(&tasks(1, 5)[0], "", 1)).unwrap();
     let items = json!({"items": [{"record": record}]});
 
-    // Three requests whose LLM calls hang until the gate opens. With the calls on the runtime's two
-    // workers, the fake (on the same runtime) could never even count the third.
-    let pending: Vec<_> = (0..3)
-        .map(|_| {
-            let (judge, items) = (judge.clone(), items.clone());
-            tokio::spawn(async move { post(&judge, "/score", &items).await })
+    // Two requests, one of two items, whose LLM calls hang until the gate opens: three calls in
+    // flight at once (a request's items go out together, up to --jobs). With the calls on the
+    // runtime's two workers, the fake (on the same runtime) could never even count the third.
+    let two = json!({"items": [{"record": record}, {"record": record}]});
+    let pending: Vec<_> = [two, items.clone()]
+        .into_iter()
+        .map(|body| {
+            let judge = judge.clone();
+            tokio::spawn(async move { post(&judge, "/score", &body).await })
         })
         .collect();
     tokio::time::timeout(Duration::from_secs(60), async {
@@ -723,7 +726,9 @@ async fn llm_calls_run_off_the_runtime_and_a_dead_endpoint_is_a_502_naming_it() 
     for p in pending {
         let (s, r) = p.await.unwrap();
         assert_eq!(s, 200, "{r}");
-        assert_eq!(r["results"][0]["rewards"]["llm_accuracy"], json!(0.75));
+        for result in r["results"].as_array().unwrap() {
+            assert_eq!(result["rewards"]["llm_accuracy"], json!(0.75));
+        }
     }
     assert_eq!(fake.calls(), 3);
 

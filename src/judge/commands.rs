@@ -192,9 +192,6 @@ pub struct LlmArgs {
     /// Compare each record with the record of the same id in this file (position-swapped pairwise).
     #[arg(long, value_name = "B.jsonl")]
     pub pairwise: Option<String>,
-    /// Requests in flight at once.
-    #[arg(long, default_value_t = 8)]
-    pub jobs: usize,
 }
 
 /// The LLM judge's endpoint, template and cache: the flags of `judge llm`, shared with `judge serve`
@@ -235,6 +232,9 @@ pub struct LlmJudgeArgs {
     /// max_tokens of the judge's answer.
     #[arg(long, default_value_t = 1024)]
     pub max_tokens: u32,
+    /// Requests in flight at once (`judge serve`: per request it serves).
+    #[arg(long, default_value_t = 8)]
+    pub jobs: usize,
 }
 
 impl LlmJudgeArgs {
@@ -301,7 +301,7 @@ impl LlmArgs {
             bail!("--url is required");
         };
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.jobs.max(1))
+            .num_threads(self.judge.jobs.max(1))
             .build()?;
         let partners: HashMap<String, Trajectory> = match &self.pairwise {
             Some(p) => read_records(p, self.io.on_error)?
@@ -313,7 +313,7 @@ impl LlmArgs {
         let mut records = self.io.records::<Trajectory>()?;
         let mut out = self.io.writer()?;
         let (mut tally, mut pairs) = (Tally::default(), PairSummary::default());
-        let chunk = self.jobs.max(1) * 4;
+        let chunk = self.judge.jobs.max(1) * 4;
         loop {
             let mut batch = Vec::with_capacity(chunk);
             for r in records.by_ref().take(chunk) {

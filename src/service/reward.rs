@@ -24,7 +24,8 @@
 //! blocking network I/O on the request's blocking thread, never on the runtime; an endpoint or verdict
 //! failure is that request's 502, naming the endpoint.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
 use axum::body::Bytes;
@@ -55,7 +56,8 @@ use crate::serve::error::ApiError;
 ///
 /// With `--url` and `--model` (the flags of `judge llm`), the LLM judge also scores every episode
 /// pointwise: `llm_accuracy` and `llm_effectiveness` are returned next to the verifiable dimensions,
-/// and added to `reward` and `score` with `--llm-weight` (default 0).
+/// and added to `reward` and `score` with `--llm-weight` (default 0). A request's items are judged by
+/// the LLM up to `--jobs` at once.
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:\n  \
 judge serve --port 8200\n  \
@@ -105,6 +107,8 @@ struct LlmServed {
     /// The configured endpoint, as errors name it.
     url: String,
     weight: f64,
+    /// LLM calls in flight at once for one request's items.
+    jobs: usize,
 }
 
 /// The LLM's pointwise verdict on one episode.
@@ -142,6 +146,7 @@ impl RewardServeArgs {
                         judge,
                         url: self.llm.url.clone().unwrap_or_default(),
                         weight: self.llm_weight,
+                        jobs: self.llm.jobs.max(1),
                     })
                 }
                 None => None,
@@ -263,44 +268,100 @@ struct Judged {
     llm: Option<LlmVerdict>,
 }
 
-/// Judges one item. A bad item is the client's error (400), a failed LLM call the endpoint's (502);
-/// both name the item. Runs on a blocking thread: the LLM call is blocking network I/O.
-fn judge_one(
+/// Judges one item with the verifiable judge; a bad item is the client's error (400) naming it.
+fn verify(
     app: &RewardState,
     i: usize,
     label: &Value,
     response: Option<&str>,
-) -> Result<Judged, ApiError> {
+) -> Result<(Rewards, Trajectory), ApiError> {
     let mut traj = episode(label, response, app.format)
         .map_err(|e| ApiError::bad_request(format!("item {i}: {e:#}")))?;
-    let mut rewards = Rewards::judge(&mut traj, &app.counter);
-    let llm = match &app.llm {
-        None => None,
-        Some(llm) => {
-            // The prompt is rendered from the record as the verifiable judge left it, exactly as
-            // `judge score | judge llm` would see it.
-            let mut tally = Tally::default();
-            let verdict = llm.judge.pointwise(&traj, &mut tally).map_err(|e| {
-                ApiError::new(
-                    StatusCode::BAD_GATEWAY,
-                    format!(
-                        "item {i}: the LLM judge ({}) at {} failed: {e:#}",
-                        llm.judge.name(),
-                        llm.url
-                    ),
-                )
-            })?;
-            let score = (verdict.accuracy + verdict.effectiveness) / 2.0;
-            rewards.reward += llm.weight * score;
-            rewards.score += llm.weight * score;
-            Some(LlmVerdict {
-                verdict,
-                score,
-                cached: tally.cached > 0,
-            })
-        }
+    let rewards = Rewards::judge(&mut traj, &app.counter);
+    Ok((rewards, traj))
+}
+
+/// Judges a request's items (label, response, or the client's error about the item), in order: every
+/// item with the verifiable judge first (so a bad item is a 400 before any LLM call), then — with an LLM judge — every episode by the LLM, up to
+/// `--jobs` calls at once on scoped threads of this blocking thread. A failed call is the request's
+/// 502, naming the first failed item, the judge and its endpoint.
+fn judge_all<'a>(
+    app: &RewardState,
+    items: impl ExactSizeIterator<Item = Result<(&'a Value, Option<&'a str>), ApiError>>,
+) -> Result<Vec<Judged>, ApiError> {
+    let mut judged = Vec::with_capacity(items.len());
+    for (i, item) in items.enumerate() {
+        let (label, response) = item?;
+        let (rewards, traj) = verify(app, i, label, response)?;
+        judged.push(Judged {
+            rewards,
+            traj,
+            llm: None,
+        });
+    }
+    let Some(llm) = &app.llm else {
+        return Ok(judged);
     };
-    Ok(Judged { rewards, traj, llm })
+    let verdicts = llm_verdicts(llm, &judged);
+    for (i, (j, v)) in judged.iter_mut().zip(verdicts).enumerate() {
+        let (verdict, cached) = v.map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                format!(
+                    "item {i}: the LLM judge ({}) at {} failed: {e:#}",
+                    llm.judge.name(),
+                    llm.url
+                ),
+            )
+        })?;
+        let score = (verdict.accuracy + verdict.effectiveness) / 2.0;
+        j.rewards.reward += llm.weight * score;
+        j.rewards.score += llm.weight * score;
+        j.llm = Some(LlmVerdict {
+            verdict,
+            score,
+            cached,
+        });
+    }
+    Ok(judged)
+}
+
+/// The LLM's pointwise verdict on each episode (and whether the cache gave it), in order. The prompt
+/// is rendered from the record as the verifiable judge left it, as `judge score | judge llm` sees it.
+fn llm_verdicts(llm: &LlmServed, judged: &[Judged]) -> Vec<anyhow::Result<(Pointwise, bool)>> {
+    let one = |j: &Judged| {
+        let mut tally = Tally::default();
+        let v = llm.judge.pointwise(&j.traj, &mut tally)?;
+        Ok((v, tally.cached > 0))
+    };
+    let n = judged.len();
+    let workers = llm.jobs.min(n);
+    if workers <= 1 {
+        return judged.iter().map(one).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<anyhow::Result<(Pointwise, bool)>>>> =
+        (0..n).map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let v = one(&judged[i]);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| Err(anyhow::anyhow!("the judging thread died")))
+        })
+        .collect()
 }
 
 fn too_many(app: &RewardState, n: usize) -> ApiError {
@@ -378,15 +439,17 @@ fn do_openrlhf(app: &RewardState, req: OpenRlhfRequest) -> Result<Value, ApiErro
             .collect(),
         None => Vec::new(),
     };
-    for i in 0..n {
-        // OpenRLHF decodes prompt and response together; the response is what follows the prompt.
+    // OpenRLHF decodes prompt and response together; the response is what follows the prompt.
+    let items = (0..n).map(|i| {
         let query = &req.query[i];
         let response = req
             .prompts
             .get(i)
             .and_then(|p| query.strip_prefix(p.as_str()))
             .unwrap_or(query);
-        let judged = judge_one(app, i, &req.labels[i], Some(response))?;
+        Ok((&req.labels[i], Some(response)))
+    });
+    for judged in judge_all(app, items)? {
         if let Some(v) = &judged.llm {
             llm_logs[0].1.push(v.verdict.accuracy);
             llm_logs[1].1.push(v.verdict.effectiveness);
@@ -438,18 +501,19 @@ fn do_score(app: &RewardState, req: ScoreRequest) -> Result<Value, ApiError> {
     if req.items.len() > app.max_items {
         return Err(too_many(app, req.items.len()));
     }
+    let items = req
+        .items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match (&item.record, &item.label) {
+            (Some(r), None) if item.response.is_none() => Ok((r, None)),
+            (None, Some(l)) => Ok((l, item.response.as_deref())),
+            _ => Err(ApiError::bad_request(format!(
+                "item {i}: give {{\"record\": R}} or {{\"label\": L, \"response\": TEXT}}"
+            ))),
+        });
     let mut results = Vec::with_capacity(req.items.len());
-    for (i, item) in req.items.iter().enumerate() {
-        let (label, response) = match (&item.record, &item.label) {
-            (Some(r), None) if item.response.is_none() => (r, None),
-            (None, Some(l)) => (l, item.response.as_deref()),
-            _ => {
-                return Err(ApiError::bad_request(format!(
-                    "item {i}: give {{\"record\": R}} or {{\"label\": L, \"response\": TEXT}}"
-                )))
-            }
-        };
-        let judged = judge_one(app, i, label, response)?;
+    for judged in judge_all(app, items)? {
         let mut result = judged.rewards.to_json(&judged.traj);
         if let (Some(v), Some(llm)) = (&judged.llm, &app.llm) {
             result["rewards"]["llm_accuracy"] = json!(v.verdict.accuracy);
