@@ -326,9 +326,12 @@ fn judge_all<'a>(
     Ok(judged)
 }
 
+/// A verdict and whether the cache gave it, or why the judge gave none.
+type VerdictResult = anyhow::Result<(Pointwise, bool)>;
+
 /// The LLM's pointwise verdict on each episode (and whether the cache gave it), in order. The prompt
 /// is rendered from the record as the verifiable judge left it, as `judge score | judge llm` sees it.
-fn llm_verdicts(llm: &LlmServed, judged: &[Judged]) -> Vec<anyhow::Result<(Pointwise, bool)>> {
+fn llm_verdicts(llm: &LlmServed, judged: &[Judged]) -> Vec<VerdictResult> {
     let one = |j: &Judged| {
         let mut tally = Tally::default();
         let v = llm.judge.pointwise(&j.traj, &mut tally)?;
@@ -340,8 +343,7 @@ fn llm_verdicts(llm: &LlmServed, judged: &[Judged]) -> Vec<anyhow::Result<(Point
         return judged.iter().map(one).collect();
     }
     let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<anyhow::Result<(Pointwise, bool)>>>> =
-        (0..n).map(|_| Mutex::new(None)).collect();
+    let slots: Vec<Mutex<Option<VerdictResult>>> = (0..n).map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
