@@ -209,6 +209,7 @@ pub struct LlmJudgeArgs {
     #[arg(
         id = "judge_api_key",
         long = "api-key",
+        value_name = "API_KEY",
         env = "OPENAI_API_KEY",
         hide_env_values = true
     )]
