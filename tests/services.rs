@@ -92,6 +92,12 @@ fn tasks(n: usize, seed: u64) -> Vec<Trajectory> {
 /// The oracle's episode of `task` played in process, judged: what `hat sim rollout | judge score`
 /// writes.
 fn in_process(task: &Trajectory, faults: &str, seed: u64) -> Rewards {
+    let mut t = played(task, faults, seed);
+    Rewards::judge(&mut t, &TokenCounter::Approximate)
+}
+
+/// The oracle's episode of `task` played in process, not judged.
+fn played(task: &Trajectory, faults: &str, seed: u64) -> Trajectory {
     let (h, names) = load_harness(HARNESS.as_ref()).unwrap();
     let agent = Agent::new(&h, names.clone()).unwrap();
     let oracle = Oracle::new(&h, names);
@@ -102,8 +108,7 @@ fn in_process(task: &Trajectory, faults: &str, seed: u64) -> Rewards {
         faults: &plan,
         seed,
     };
-    let mut t = agent.run(&oracle, task, &env).unwrap();
-    Rewards::judge(&mut t, &TokenCounter::Approximate)
+    agent.run(&oracle, task, &env).unwrap()
 }
 
 /// Plays the session's episode with the oracle through `/oracle` and `/step`, sending each move as
@@ -476,4 +481,309 @@ async fn close_judges_an_unfinished_episode_where_it_stands() {
     assert_eq!(s, 409);
     let (s, _) = post(&base, "/close", &json!({"session_id": id})).await;
     assert_eq!(s, 409);
+}
+
+/// The verdict the fake LLM judge gives every episode (in prose, as models answer).
+const FAKE_VERDICT: &str =
+    "Verdict: {\"accuracy\": 0.75, \"effectiveness\": 0.5, \"reason\": \"fake judge\"} — done.";
+
+/// A fake OpenAI-compatible chat endpoint on loopback that answers every request with
+/// `FAKE_VERDICT`, counts the requests it receives, and holds each answer until its gate is open.
+/// Every answer closes its connection, so once the fake is killed the next call is refused.
+struct FakeJudge {
+    addr: std::net::SocketAddr,
+    calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    gate: std::sync::Arc<tokio::sync::Semaphore>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FakeJudge {
+    async fn start(addr: &str, open: bool) -> FakeJudge {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let calls = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        if open {
+            gate.add_permits(tokio::sync::Semaphore::MAX_PERMITS / 2);
+        }
+        let (c, g) = (calls.clone(), gate.clone());
+        let app = axum::Router::new().route(
+            "/v1/chat/completions",
+            axum::routing::post(move |axum::Json(req): axum::Json<Value>| {
+                let (c, g) = (c.clone(), g.clone());
+                async move {
+                    c.fetch_add(1, Ordering::SeqCst);
+                    let _permit = g.acquire().await.unwrap();
+                    assert!(req["messages"][0]["content"].as_str().unwrap().len() > 100);
+                    (
+                        [(axum::http::header::CONNECTION, "close")],
+                        axum::Json(
+                            json!({"choices": [{"index": 0, "message": {"role": "assistant",
+                            "content": FAKE_VERDICT}, "finish_reason": "stop"}],
+                            "model": req["model"]}),
+                        ),
+                    )
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        FakeJudge {
+            addr,
+            calls,
+            gate,
+            task,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn open(&self) {
+        self.gate
+            .add_permits(tokio::sync::Semaphore::MAX_PERMITS / 2);
+    }
+
+    /// Stops listening: the port refuses connections from now on.
+    async fn kill(self) -> std::net::SocketAddr {
+        self.task.abort();
+        let _ = self.task.await;
+        self.addr
+    }
+}
+
+/// `answer` (a whole answer or one `/score` result) without the LLM's additions: what the service
+/// answers without an LLM judge.
+fn verifiable_part(answer: &Value) -> Value {
+    let mut a = answer.clone();
+    if let Some(results) = a.get_mut("results").and_then(Value::as_array_mut) {
+        for r in results.iter_mut() {
+            *r = verifiable_part(r);
+        }
+    }
+    if let Some(m) = a.as_object_mut() {
+        m.remove("llm");
+    }
+    for key in ["rewards", "extra_logs"] {
+        if let Some(m) = a.get_mut(key).and_then(Value::as_object_mut) {
+            m.remove("llm_accuracy");
+            m.remove("llm_effectiveness");
+        }
+    }
+    a
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_llm_judge_adds_its_dimensions_next_to_the_verifiable_ones() {
+    let fake = FakeJudge::start("127.0.0.1:0", true).await;
+    let url = fake.url();
+    let cache = tempfile::TempDir::new().unwrap();
+    let cache_s = cache.path().display().to_string();
+    let llm = ["--url", &url, "--model", "fake-judge", "--retries", "0"];
+    let (_plain, plain) = start_judge(&[]).await;
+    let (_judged, judged) = start_judge(&[&llm[..], &["--cache", &cache_s]].concat()).await;
+    let (_weighted, weighted) = start_judge(&[&llm[..], &["--llm-weight", "0.5"]].concat()).await;
+
+    let records: Vec<Value> = tasks(3, 21)
+        .iter()
+        .take(2)
+        .map(|t| serde_json::to_value(played(t, "", 3)).unwrap())
+        .collect();
+    let items = json!({"items": records.iter().map(|r| json!({"record": r})).collect::<Vec<_>>()});
+    let openrlhf = json!({"query": ["q", "q"], "prompts": ["q", "q"],
+        "labels": records.iter().map(|r| r.to_string()).collect::<Vec<_>>()});
+
+    let (s, want) = post(&plain, "/score", &items).await;
+    assert_eq!(s, 200, "{want}");
+    let (s, want_rlhf) = post(&plain, "/reward", &openrlhf).await;
+    assert_eq!(s, 200, "{want_rlhf}");
+    assert_eq!(fake.calls(), 0);
+    assert!(want["results"][0].get("llm").is_none());
+    assert!(want_rlhf["extra_logs"].get("llm_accuracy").is_none());
+
+    // /score: the verifiable part exactly as without the LLM judge, its dimensions beside it.
+    let (s, got) = post(&judged, "/score", &items).await;
+    assert_eq!(s, 200, "{got}");
+    assert_eq!(fake.calls(), 2, "one LLM call per episode");
+    assert_eq!(verifiable_part(&got), want);
+    for r in got["results"].as_array().unwrap() {
+        assert_eq!(r["rewards"]["llm_accuracy"], json!(0.75), "{r}");
+        assert_eq!(r["rewards"]["llm_effectiveness"], json!(0.5), "{r}");
+        assert_eq!(r["llm"]["judge"], json!("llm:fake-judge"));
+        assert_eq!(r["llm"]["reason"], json!("fake judge"));
+        assert_eq!(r["llm"]["score"], json!(0.625));
+        assert_eq!(r["llm"]["weight"], json!(0.0));
+    }
+
+    // /reward: the same episodes, as OpenRLHF sends them; answered from the cache this time (same
+    // record, same prompt, same model).
+    let (s, got) = post(&judged, "/reward", &openrlhf).await;
+    assert_eq!(s, 200, "{got}");
+    assert_eq!(fake.calls(), 2, "the cache answered");
+    assert_eq!(verifiable_part(&got), want_rlhf);
+    assert_eq!(got["extra_logs"]["llm_accuracy"], json!([0.75, 0.75]));
+    assert_eq!(got["extra_logs"]["llm_effectiveness"], json!([0.5, 0.5]));
+    let (_, again) = post(&judged, "/score", &items).await;
+    assert_eq!(again["results"][1]["llm"]["cached"], json!(true));
+    assert_eq!(fake.calls(), 2);
+
+    // --llm-weight 0.5: reward and score move by exactly 0.5 × 0.625, nothing else does.
+    let (s, got) = post(&weighted, "/score", &items).await;
+    assert_eq!(s, 200, "{got}");
+    assert_eq!(fake.calls(), 4);
+    for (g, w) in got["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(want["results"].as_array().unwrap())
+    {
+        for key in ["reward", "score"] {
+            assert_eq!(
+                g[key].as_f64().unwrap(),
+                w[key].as_f64().unwrap() + 0.5 * 0.625,
+                "{key}: {g}"
+            );
+        }
+        let mut rest = verifiable_part(g);
+        rest["reward"] = w["reward"].clone();
+        rest["score"] = w["score"].clone();
+        assert_eq!(&rest, w);
+    }
+    let (s, got) = post(&weighted, "/reward", &openrlhf).await;
+    assert_eq!(s, 200, "{got}");
+    for key in ["rewards", "scores"] {
+        for k in 0..2 {
+            assert_eq!(
+                got[key][k].as_f64().unwrap(),
+                want_rlhf[key][k].as_f64().unwrap() + 0.5 * 0.625,
+                "{key}[{k}]"
+            );
+        }
+    }
+    assert_eq!(got["extra_logs"]["llm_accuracy"], json!([0.75, 0.75]));
+    assert_eq!(
+        got["extra_logs"]["accuracy"],
+        want_rlhf["extra_logs"]["accuracy"]
+    );
+    let (_, health) = reqwest::get(format!("{weighted}/health"))
+        .await
+        .map(|r| (r.status(), r))
+        .unwrap();
+    let health: Value = health.json().await.unwrap();
+    assert_eq!(health["llm_judge"]["weight"], json!(0.5));
+    assert!(health["dimensions"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("llm_accuracy")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_calls_run_off_the_runtime_and_a_dead_endpoint_is_a_502_naming_it() {
+    let fake = FakeJudge::start("127.0.0.1:0", false).await;
+    let url = fake.url();
+    let (_judge, judge) =
+        start_judge(&["--url", &url, "--model", "fake-judge", "--retries", "0"]).await;
+    let record = serde_json::to_value(played(&tasks(1, 5)[0], "", 1)).unwrap();
+    let items = json!({"items": [{"record": record}]});
+
+    // Two requests, one of two items, whose LLM calls hang until the gate opens: three calls in
+    // flight at once (a request's items go out together, up to --jobs). With the calls on the
+    // runtime's two workers, the fake (on the same runtime) could never even count the third.
+    let two = json!({"items": [{"record": record}, {"record": record}]});
+    let pending: Vec<_> = [two, items.clone()]
+        .into_iter()
+        .map(|body| {
+            let judge = judge.clone();
+            tokio::spawn(async move { post(&judge, "/score", &body).await })
+        })
+        .collect();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while fake.calls() < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the three LLM calls were not in flight at once");
+    // Meanwhile the service answers everything else.
+    let health = reqwest::get(format!("{judge}/health")).await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    let (s, r) = post(
+        &judge,
+        "/score",
+        &json!({"items": [{"label": "not json", "response": "x"}]}),
+    )
+    .await;
+    assert_eq!(s, 400, "{r}");
+    fake.open();
+    for p in pending {
+        let (s, r) = p.await.unwrap();
+        assert_eq!(s, 200, "{r}");
+        for result in r["results"].as_array().unwrap() {
+            assert_eq!(result["rewards"]["llm_accuracy"], json!(0.75));
+        }
+    }
+    assert_eq!(fake.calls(), 3);
+
+    // The endpoint goes away: that request is a 502 naming it; the service stays up.
+    let addr = fake.kill().await;
+    for (path, body) in [
+        ("/score", items.clone()),
+        (
+            "/reward",
+            json!({"query": ["q"], "labels": [record.to_string()]}),
+        ),
+    ] {
+        let (s, r) = post(&judge, path, &body).await;
+        assert_eq!(s, 502, "{path}: {r}");
+        let msg = r["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(&url), "{msg:?} should name {url}");
+        assert!(msg.contains("LLM judge"), "{msg}");
+    }
+    let health = reqwest::get(format!("{judge}/health")).await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    // Back on the same port: the next request is judged again.
+    let fake = FakeJudge::start(&addr.to_string(), true).await;
+    let (s, r) = post(&judge, "/score", &items).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["results"][0]["llm"]["effectiveness"], json!(0.5));
+    assert_eq!(fake.calls(), 1);
+}
+
+#[test]
+fn llm_judge_flags_are_those_of_judge_llm_and_optional() {
+    let plain = RewardCli::try_parse_from(["judge"]).unwrap().args;
+    assert!(plain.llm.url.is_none());
+    assert!(plain.state().unwrap().llm_judge().is_none());
+    // A weight, or a URL without a model, means nothing on its own.
+    assert!(RewardCli::try_parse_from(["judge", "--llm-weight", "1"]).is_err());
+    assert!(RewardCli::try_parse_from(["judge", "--url", "http://x"]).is_err());
+    // The service's key and the endpoint's are different flags.
+    let a = RewardCli::try_parse_from([
+        "judge",
+        "--api-key",
+        "service",
+        "--url",
+        "http://x",
+        "--model",
+        "m",
+        "--judge-api-key",
+        "endpoint",
+        "--timeout-s",
+        "5",
+        "--max-tokens",
+        "64",
+    ])
+    .unwrap()
+    .args;
+    assert_eq!(a.api_key.as_deref(), Some("service"));
+    assert_eq!(a.llm.api_key.as_deref(), Some("endpoint"));
+    assert_eq!(a.state().unwrap().llm_judge().as_deref(), Some("llm:m"));
 }

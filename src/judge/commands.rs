@@ -180,22 +180,42 @@ const UNSCORABLE_SHOWN: usize = 20;
     after_help = "EXAMPLES:\n  judge llm --url http://127.0.0.1:8000 --model qwen3-32b -i scored.jsonl -o llm.jsonl --cache .judge-cache\n  \
 judge llm --url http://127.0.0.1:8000 --model qwen3-32b -i new.jsonl --pairwise old.jsonl -o pairs.jsonl"
 )]
+#[command(
+    mut_arg("url", |a| a.required(true)),
+    mut_arg("model", |a| a.required(true))
+)]
 pub struct LlmArgs {
     #[command(flatten)]
     pub io: JsonlArgs,
-    /// Base URL of the OpenAI-compatible server (plain http or https).
-    #[arg(long)]
-    pub url: String,
-    /// Model name sent in the request (and part of the cache key).
-    #[arg(long)]
-    pub model: String,
-    /// Bearer token, if the endpoint wants one.
-    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
-    pub api_key: Option<String>,
+    #[command(flatten)]
+    pub judge: LlmJudgeArgs,
     /// Compare each record with the record of the same id in this file (position-swapped pairwise).
     #[arg(long, value_name = "B.jsonl")]
     pub pairwise: Option<String>,
-    /// A minijinja template replacing the shipped one (pointwise, or pairwise with --pairwise).
+}
+
+/// The LLM judge's endpoint, template and cache: the flags of `judge llm`, shared with `judge serve`
+/// (where they are optional: without `--url` no LLM judge is configured). The Bearer token's id is
+/// `judge_api_key` so a command with a key of its own can rename its flag (`mut_arg`).
+#[derive(Debug, Clone, Args)]
+pub struct LlmJudgeArgs {
+    /// Base URL of the LLM judge's OpenAI-compatible server (plain http or https).
+    #[arg(long, requires = "model")]
+    pub url: Option<String>,
+    /// Model name sent in the request (and part of the cache key).
+    #[arg(long, requires = "url")]
+    pub model: Option<String>,
+    /// Bearer token, if the endpoint wants one.
+    #[arg(
+        id = "judge_api_key",
+        long = "api-key",
+        value_name = "API_KEY",
+        env = "OPENAI_API_KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+    /// A minijinja template replacing the shipped one (pointwise, or pairwise with `judge llm
+    /// --pairwise`).
     #[arg(long, value_name = "FILE")]
     pub template: Option<PathBuf>,
     /// Cache answers here, keyed by sha256 of model and prompt.
@@ -213,9 +233,55 @@ pub struct LlmArgs {
     /// max_tokens of the judge's answer.
     #[arg(long, default_value_t = 1024)]
     pub max_tokens: u32,
-    /// Requests in flight at once.
+    /// Requests in flight at once (`judge serve`: per request it serves).
     #[arg(long, default_value_t = 8)]
     pub jobs: usize,
+}
+
+impl LlmJudgeArgs {
+    /// Whether an endpoint is configured.
+    pub fn configured(&self) -> bool {
+        self.url.is_some()
+    }
+
+    /// The judge these flags describe (the template as the pairwise one when `pairwise`), or `None`
+    /// without `--url`. Fails on a bad flag, an unreadable or uncompilable template or a cache
+    /// directory that cannot be made — before any record is read.
+    pub fn judge(&self, pairwise: bool) -> Result<Option<LlmJudge>> {
+        let Some(url) = &self.url else {
+            return Ok(None);
+        };
+        let Some(model) = &self.model else {
+            bail!("--url needs --model");
+        };
+        if !(self.timeout_s > 0.0) {
+            bail!("--timeout-s must be positive");
+        }
+        let endpoint = Endpoint::new(
+            EndpointConfig {
+                url: url.clone(),
+                model: model.clone(),
+                api_key: self.api_key.clone(),
+                timeout: Duration::from_secs_f64(self.timeout_s),
+                retries: self.retries,
+                backoff: Duration::from_millis(self.backoff_ms),
+                max_tokens: self.max_tokens,
+            },
+            self.cache.clone(),
+        )?;
+        let template = match &self.template {
+            Some(p) => Some(
+                std::fs::read_to_string(p)
+                    .with_context(|| format!("cannot read template '{}'", p.display()))?,
+            ),
+            None => None,
+        };
+        Ok(Some(if pairwise {
+            LlmJudge::new(endpoint, None, template)?
+        } else {
+            LlmJudge::new(endpoint, template, None)?
+        }))
+    }
 }
 
 /// What a pairwise run found.
@@ -232,35 +298,11 @@ struct PairSummary {
 
 impl LlmArgs {
     pub fn run(&self) -> Result<()> {
-        if !(self.timeout_s > 0.0) {
-            bail!("--timeout-s must be positive");
-        }
-        let endpoint = Endpoint::new(
-            EndpointConfig {
-                url: self.url.clone(),
-                model: self.model.clone(),
-                api_key: self.api_key.clone(),
-                timeout: Duration::from_secs_f64(self.timeout_s),
-                retries: self.retries,
-                backoff: Duration::from_millis(self.backoff_ms),
-                max_tokens: self.max_tokens,
-            },
-            self.cache.clone(),
-        )?;
-        let template = match &self.template {
-            Some(p) => Some(
-                std::fs::read_to_string(p)
-                    .with_context(|| format!("cannot read template '{}'", p.display()))?,
-            ),
-            None => None,
-        };
-        let judge = if self.pairwise.is_some() {
-            LlmJudge::new(endpoint, None, template)?
-        } else {
-            LlmJudge::new(endpoint, template, None)?
+        let Some(judge) = self.judge.judge(self.pairwise.is_some())? else {
+            bail!("--url is required");
         };
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.jobs.max(1))
+            .num_threads(self.judge.jobs.max(1))
             .build()?;
         let partners: HashMap<String, Trajectory> = match &self.pairwise {
             Some(p) => read_records(p, self.io.on_error)?
@@ -272,7 +314,7 @@ impl LlmArgs {
         let mut records = self.io.records::<Trajectory>()?;
         let mut out = self.io.writer()?;
         let (mut tally, mut pairs) = (Tally::default(), PairSummary::default());
-        let chunk = self.jobs.max(1) * 4;
+        let chunk = self.judge.jobs.max(1) * 4;
         loop {
             let mut batch = Vec::with_capacity(chunk);
             for r in records.by_ref().take(chunk) {
@@ -488,5 +530,37 @@ impl CompareArgs {
             bail!("candidate rejected: {}", c.reason);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: LlmArgs,
+    }
+
+    #[test]
+    fn judge_llm_still_requires_url_and_model() {
+        let e = Cli::try_parse_from(["llm", "--model", "m"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--url"), "{e}");
+        let e = Cli::try_parse_from(["llm", "--url", "http://x"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--model"), "{e}");
+        let a = Cli::try_parse_from(["llm", "--url", "http://x", "--model", "m", "--api-key", "k"])
+            .unwrap()
+            .args;
+        assert_eq!(a.judge.api_key.as_deref(), Some("k"));
+        assert_eq!(a.judge.judge(false).unwrap().unwrap().name(), "llm:m");
     }
 }
