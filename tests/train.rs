@@ -15,7 +15,7 @@ use hat::train::checkpoint;
 use hat::train::data::load_views;
 use hat::train::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer, LrSchedulerType};
 use hat::train::trainer::{
-    dev_metrics, masked_token_loss, micro_batch_loss, train, trained_token_loss, RunDirs,
+    dev_metrics, masked_token_loss, micro_batch_loss, train, trained_token_loss, Outcome, RunDirs,
     TrainConfig, TrainData,
 };
 use hat::train::view::{check_tokenizer_fits, SegmentKind, Skip, TrainingView, ViewBuilder};
@@ -732,6 +732,31 @@ fn config(steps: usize) -> TrainConfig {
     }
 }
 
+/// A fresh run of `cfg` in a temporary directory (kept alive by the returned handle), never interrupted.
+fn train_to_the_end(
+    cfg: &TrainConfig,
+    model: CausalLm<B>,
+    data: &TrainData,
+    tokenizer: &TempDir,
+) -> (TempDir, Outcome) {
+    let out = TempDir::new().unwrap();
+    let dirs = RunDirs {
+        out: out.path(),
+        tokenizer: tokenizer.path(),
+    };
+    let o = train(
+        cfg,
+        model,
+        data,
+        &dirs,
+        false,
+        &AtomicBool::new(false),
+        &Default::default(),
+    )
+    .unwrap();
+    (out, o)
+}
+
 fn losses(dir: &std::path::Path) -> Vec<(u64, f64)> {
     std::fs::read_to_string(dir.join("metrics.jsonl"))
         .unwrap()
@@ -845,11 +870,6 @@ fn training_memorises_the_input_dependent_calls_of_a_small_set() {
         dev: set,
         pad: 0,
     };
-    let out = TempDir::new().unwrap();
-    let dirs = RunDirs {
-        out: out.path(),
-        tokenizer: tok.path(),
-    };
     let cfg = TrainConfig {
         mtp_loss_weight: 0.0,
         eval_steps: 0,
@@ -858,17 +878,7 @@ fn training_memorises_the_input_dependent_calls_of_a_small_set() {
         learning_rate: 1e-3,
         ..config(300)
     };
-    let stop = AtomicBool::new(false);
-    let o = train(
-        &cfg,
-        tiny_model(vocab, 1),
-        &data,
-        &dirs,
-        false,
-        &stop,
-        &Default::default(),
-    )
-    .unwrap();
+    let (out, o) = train_to_the_end(&cfg, tiny_model(vocab, 1), &data, &tok);
     let curve = losses(out.path());
     let first = curve[0].1;
     let dev = o.dev.unwrap();
@@ -1017,11 +1027,6 @@ fn training_learns_an_answer_that_depends_on_one_earlier_token() {
         dev: Vec::new(),
         pad: 0,
     };
-    let out = TempDir::new().unwrap();
-    let dirs = RunDirs {
-        out: out.path(),
-        tokenizer: tok.path(),
-    };
     let cfg = TrainConfig {
         batch_tokens: 32 * 31,
         gradient_accumulation_steps: 1,
@@ -1032,16 +1037,7 @@ fn training_learns_an_answer_that_depends_on_one_earlier_token() {
         mtp_loss_weight: 0.0,
         ..config(150)
     };
-    let o = train(
-        &cfg,
-        tiny_model(700, 3),
-        &data,
-        &dirs,
-        false,
-        &AtomicBool::new(false),
-        &Default::default(),
-    )
-    .unwrap();
+    let (_out, o) = train_to_the_end(&cfg, tiny_model(700, 3), &data, &tok);
     let m = CausalLm::<Inner>::load(&o.checkpoint, &Default::default()).unwrap();
     let (accuracy, distinct) = cue_accuracy(&m, &held_out);
     assert!(
