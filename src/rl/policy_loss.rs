@@ -303,6 +303,34 @@ mod tests {
         assert_eq!(out.clip_ratio_region, 0.0);
     }
 
+    /// The TIS weight multiplies a token's policy-gradient term and its gradient, not the KL term.
+    #[test]
+    fn tis_weights_scale_the_policy_gradient_term_only() {
+        let (logp, old, reference) = ([-0.5, -1.2], [-0.6, -1.0], [-0.4, -1.5]);
+        let tis = [2.0, 0.5];
+        let at = |beta: f64, tis: Option<&[f64]>| {
+            let c = Completion {
+                logp: &logp,
+                old_logp: &old,
+                ref_logp: Some(&reference),
+                advantage: 0.8,
+                token_advantages: None,
+                tis_weights: tis,
+            };
+            policy_loss(
+                &[c],
+                &cfg(ImportanceSamplingLevel::Token, LossType::Dapo, beta),
+            )
+        };
+        let pg = at(0.0, None);
+        let (plain, weighted) = (at(0.05, None), at(0.05, Some(&tis)));
+        for (t, w) in tis.iter().enumerate() {
+            let expected = plain.grad[0][t] + (w - 1.0) * pg.grad[0][t];
+            assert!((weighted.grad[0][t] - expected).abs() < 1e-15);
+        }
+        assert_eq!(weighted.kl, plain.kl);
+    }
+
     #[test]
     fn kl_to_an_identical_reference_is_zero_with_zero_gradient() {
         let logp = [-0.5, -1.0, -3.0];

@@ -138,6 +138,8 @@ fn group_advantages(groups: &[Group], names: &[&str], cfg: &AdvantageConfig) -> 
 /// The policies a run trains: one that plays every move (the default; its tool and reply turns are
 /// still separate completions with their own rewards), or a tool agent and a reply agent, two models
 /// each trained on its own moves with its own reward, reference, optimizer and checkpoints.
+// Built once per run and taken apart at once: boxing the larger variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Policies<B: AutodiffBackend> {
     Single(Start<B>),
     TwoAgent { tool: Start<B>, reply: Start<B> },
