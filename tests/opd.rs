@@ -74,6 +74,7 @@ fn reverse_kl_loss_matches_pytorch() {
                 ref_logp: None,
                 advantage: 0.0,
                 token_advantages: Some(&adv[i]),
+                tis_weights: None,
             })
             .collect();
         let out = policy_loss(&completions, &cfg.policy_loss());
@@ -196,6 +197,7 @@ fn an_identical_teacher_gives_zero_divergence_and_zero_gradient() {
                 ref_logp: None,
                 advantage: 0.0,
                 token_advantages: Some(&adv),
+                tis_weights: None,
             };
             let out = policy_loss(&[c], &cfg.policy_loss());
             assert_eq!(out.loss, 0.0);

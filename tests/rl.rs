@@ -64,6 +64,7 @@ fn policy_loss_and_its_gradient_match_pytorch() {
                 ref_logp: Some(&reference[i]),
                 advantage: adv[i],
                 token_advantages: None,
+                tis_weights: None,
             })
             .collect();
         let out = policy_loss(&completions, &cfg);
@@ -141,8 +142,9 @@ mod end_to_end {
     use hat::model::CausalLm;
     use hat::opd::reverse_kl::KlPenalty;
     use hat::rl::advantage::{AdvantageConfig, Aggregation, ScaleRewards};
+    use hat::rl::learner::Start;
     use hat::rl::policy_loss::{ImportanceSamplingLevel, LossType, PolicyLossConfig};
-    use hat::rl::trainer::{train, GrpoConfig, RunInputs, REPLY_REWARDS, TOOL_REWARDS};
+    use hat::rl::trainer::{train, GrpoConfig, Policies, RunInputs, REPLY_REWARDS, TOOL_REWARDS};
     use hat::rl::update::{logprobs, spans_of, update, Batch, UpdateConfig};
     use hat::sim::catalog::{Catalog, Split};
     use hat::sim::faults::FaultPlan;
@@ -233,6 +235,7 @@ mod end_to_end {
                 kl_penalty_coef: 0.0,
                 kl_discount_factor: 0.0,
             },
+            tis_imp_ratio_cap: None,
         }
     }
 
@@ -284,8 +287,10 @@ mod end_to_end {
             let model = CausalLm::<B>::load(dir.path(), &Default::default()).unwrap();
             train::<B>(
                 &config(2),
-                model,
-                None,
+                Policies::Single(Start {
+                    model,
+                    reference: None,
+                }),
                 None,
                 &inputs,
                 resume,
@@ -296,7 +301,7 @@ mod end_to_end {
         };
         let whole = tempfile::tempdir().unwrap();
         let last = run(whole.path(), false);
-        assert!(last.ends_with("checkpoint-000002"));
+        assert_eq!(last, [whole.path().join("checkpoint-000002")]);
         let m = metrics(whole.path());
         assert_eq!(m.len(), 2);
         for key in [
@@ -424,6 +429,7 @@ mod end_to_end {
             old: &old,
             reference: None,
             token_advantages: None,
+            tis_weights: None,
         };
         let mut opt = AdamW::new(AdamWConfig::default());
         let (model, out, grad_norm) = update(model, &mut opt, &batch, &settings, &device).unwrap();
@@ -487,6 +493,7 @@ mod end_to_end {
                 old: &old,
                 reference: None,
                 token_advantages: term,
+                tis_weights: None,
             };
             let mut opt = AdamW::new(AdamWConfig::default());
             let model = CausalLm::<B>::load(dir.path(), &device).unwrap();
@@ -528,6 +535,431 @@ mod end_to_end {
             after(Some(term.as_slice())),
             plain,
             "a different teacher must move the update"
+        );
+    }
+
+    /// TIS through the real update: with sampler log-probs equal to the trainer's own, every weight is
+    /// exactly 1 and the updated weights are bit for bit those of the update without TIS; a sampler
+    /// that disagrees gives other weights and another update.
+    #[test]
+    fn tis_with_the_trainers_own_log_probs_is_bit_identical_to_no_tis() {
+        use burn::module::AutodiffModule;
+        use hat::rl::tis::{tis_weights, TisStats};
+        let (dir, builder, views, spans) = good_and_bad_replies();
+        let device = Default::default();
+        let pad = builder.end_of_turn();
+        let student = CausalLm::<B>::load(dir.path(), &device).unwrap();
+        let (old, _) = logprobs(&student.valid(), &views, pad, 4096, &device).unwrap();
+        let loss = PolicyLossConfig {
+            epsilon: 0.2,
+            epsilon_high: 0.28,
+            importance_sampling_level: ImportanceSamplingLevel::Token,
+            loss_type: LossType::Dapo,
+            beta: 0.0,
+            max_completion_length: 16,
+        };
+        let settings = UpdateConfig {
+            loss: &loss,
+            num_iterations: 2,
+            learning_rate: 3e-3,
+            max_grad_norm: 1.0,
+            batch_tokens: 4096,
+            aux_coef: 0.0,
+            pad,
+        };
+        let after = |weights: Option<&[Vec<f64>]>| -> Vec<f64> {
+            let batch = Batch {
+                views: &views,
+                spans: &spans,
+                old: &old,
+                reference: None,
+                token_advantages: None,
+                tis_weights: weights,
+            };
+            let mut opt = AdamW::new(AdamWConfig::default());
+            let model = CausalLm::<B>::load(dir.path(), &device).unwrap();
+            let (model, _, _) = update(model, &mut opt, &batch, &settings, &device).unwrap();
+            let (lp, _) = logprobs(&model.valid(), &views, pad, 4096, &device).unwrap();
+            lp.into_iter().flatten().collect()
+        };
+        // The weights of every span (completion) against a sampler that gave `shift(log π_old)`.
+        let weights = |shift: f64| -> (Vec<Vec<f64>>, TisStats) {
+            let mut stats = TisStats::default();
+            let w = spans
+                .iter()
+                .map(|s| {
+                    let own = &old[s.view][s.first..s.first + s.len];
+                    let sampler: Vec<Option<f64>> = own.iter().map(|&l| Some(l - shift)).collect();
+                    tis_weights(own, &sampler, 2.0, &mut stats)
+                })
+                .collect();
+            (w, stats)
+        };
+        let plain = after(None);
+        let (same, stats) = weights(0.0);
+        assert!(same.iter().flatten().all(|&w| w == 1.0));
+        assert_eq!(stats.matched_frac(), Some(1.0));
+        assert_eq!(
+            after(Some(same.as_slice())),
+            plain,
+            "TIS with the trainer's own log-probs changes the update"
+        );
+        // A sampler that gave every token 0.3 nats less: ratios e^{0.3}, the update moves further.
+        let (lower, _) = weights(0.3);
+        assert!(lower
+            .iter()
+            .flatten()
+            .all(|&w| (w - 0.3f64.exp()).abs() < 1e-12));
+        assert_ne!(after(Some(lower.as_slice())), plain);
+    }
+
+    /// The local policy records, for every token it generated, the log-prob its sampler gave it: the
+    /// model's own log-softmax of that token, as the trainer's teacher-forced forward computes it
+    /// (another code path: full sequence, no KV cache). The view of the episode finds them again.
+    #[test]
+    fn the_local_policy_records_the_models_own_log_probs() {
+        use hat::model::generation::generate::TextGenerator;
+        use hat::model::generation::sampling::SamplingParams;
+        use hat::policy::local::{LocalOptions, LocalPolicy};
+        use hat::policy::sampler_logprobs::SamplerLogprobs;
+        use hat::policy::{Conversation, Policy};
+        use hat::record::{Message, Role, Trajectory};
+        use hat::rl::tis::sampler_logprobs;
+        use hat::train::view::TrainingView;
+        let (harness, _) = load_harness(Path::new("harness-samples/taolive")).unwrap();
+        let tasks = generate(
+            &Catalog::generate(7, 40),
+            &TaskConfig::new(Split::Train, 3),
+            8,
+        )
+        .unwrap();
+        let dir = policy_dir(&harness, &tasks);
+        let options = LocalOptions {
+            sampling: SamplingParams {
+                temperature: 1.0,
+                max_tokens: 24,
+                seed: 4,
+                logprobs: true,
+                ..SamplingParams::default()
+            },
+            ..LocalOptions::default()
+        };
+        let policy = LocalPolicy::load(dir.path(), options).unwrap();
+        let mut messages = vec![
+            Message::text(Role::System, "你是直播间主播。"),
+            Message::text(Role::User, "这款还有货吗"),
+        ];
+        let conv = Conversation {
+            messages: &messages,
+            tools: &[],
+            turn_start: 2,
+            task: None,
+            session: None,
+        };
+        let reply = policy.respond(&conv).unwrap();
+        let recorded = SamplerLogprobs::of(&reply).expect("the reply carries its log-probs");
+        assert!(!recorded.is_empty());
+        assert_eq!(recorded.token_ids.len(), recorded.len());
+
+        let generator =
+            TextGenerator::<NdArray<f32>>::load(dir.path(), &Default::default()).unwrap();
+        let rendered: Vec<Value> = messages
+            .iter()
+            .map(|m| serde_json::to_value(m).unwrap())
+            .collect();
+        let prompt = generator
+            .encode(&generator.render_chat(&rendered, None).unwrap())
+            .unwrap();
+        let mut tokens = prompt.clone();
+        tokens.extend(&recorded.token_ids);
+        let view = TrainingView {
+            id: "forced".into(),
+            loss_mask: (0..tokens.len())
+                .map(|k| u8::from(k >= prompt.len()))
+                .collect(),
+            tokens,
+            segments: Vec::new(),
+            weights: None,
+        };
+        let pad = generator.eos_token_ids[0];
+        let (forced, _) =
+            logprobs(&generator.model, &[view], pad, 8192, &Default::default()).unwrap();
+        assert_eq!(forced[0].len(), recorded.len());
+        for (k, (f, r)) in forced[0].iter().zip(&recorded.logprobs).enumerate() {
+            assert!(
+                (f - r).abs() < 1e-5,
+                "token {k}: forward {f} vs sampler {r}"
+            );
+        }
+
+        // The training view of the episode lines the recorded log-probs up with its own tokens.
+        messages.push(reply);
+        let record = Trajectory {
+            id: "episode".into(),
+            task: None,
+            harness: None,
+            tools: Vec::new(),
+            messages,
+            scores: Default::default(),
+            meta: Default::default(),
+            extra: Default::default(),
+        };
+        let builder = ViewBuilder::from_dir(dir.path()).unwrap();
+        let view = builder.build(&record).unwrap();
+        let aligned = sampler_logprobs(&view, &record, builder.tokenizer());
+        assert_eq!(aligned.len(), view.trained_tokens());
+        let matched: Vec<f64> = aligned.iter().flatten().copied().collect();
+        assert!(!matched.is_empty(), "no generated token found in the view");
+        assert!(matched.iter().all(|lp| recorded.logprobs.contains(lp)));
+        eprintln!(
+            "view: {} trained tokens, {} with the sampler's log-prob",
+            aligned.len(),
+            matched.len()
+        );
+    }
+
+    /// Copies `from` (a checkpoint directory) to `to`.
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for f in std::fs::read_dir(from).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+        }
+    }
+
+    /// Two-agent mode through the whole loop: two steps of a random tool agent and reply agent in the
+    /// simulator, with the OPD term against a random teacher so that the models move, then the run
+    /// resumed from both agents' step-1 checkpoints gives the same metrics. Every policy message is
+    /// tagged with its author; an agent that wrote nothing keeps its weights.
+    #[test]
+    fn two_agents_train_and_resume_exactly() {
+        use burn::module::AutodiffModule;
+        let harness_dir = Path::new("harness-samples/taolive");
+        let (harness, names) = load_harness(harness_dir).unwrap();
+        let catalog = Catalog::generate(7, 40);
+        let tasks = generate(&catalog, &TaskConfig::new(Split::Train, 3), 8).unwrap();
+        let dir = policy_dir(&harness, &tasks);
+        let agents = vec![("taolive".to_string(), Agent::new(&harness, names).unwrap())];
+        let faults: FaultPlan = "timeout=0.2".parse().unwrap();
+        let env = SimEnv {
+            catalog: &catalog,
+            faults: &faults,
+            seed: 11,
+        };
+        let views = ViewBuilder::from_dir(dir.path()).unwrap();
+        let device = Default::default();
+        let mut cfg = config(2);
+        cfg.kl_penalty.kl_penalty_coef = 1.0;
+        let run = |out: &Path, resume: bool| {
+            let inputs = RunInputs {
+                tasks: &tasks,
+                agents: &agents,
+                env: &env,
+                views: &views,
+                tokenizer_dir: dir.path(),
+                out,
+                concurrency: 1,
+            };
+            let start = || Start {
+                model: CausalLm::<B>::load(dir.path(), &device).unwrap(),
+                reference: None,
+            };
+            let mut teacher_cfg = start().model.config.clone();
+            teacher_cfg.max_position_embeddings = 16384;
+            let teacher = CausalLm::<NdArray<f32>>::init(&teacher_cfg, 11, &device).unwrap();
+            train::<B>(
+                &cfg,
+                Policies::TwoAgent {
+                    tool: start(),
+                    reply: start(),
+                },
+                Some(teacher),
+                &inputs,
+                resume,
+                &AtomicBool::new(false),
+                &device,
+            )
+            .unwrap()
+        };
+        let whole = tempfile::tempdir().unwrap();
+        let last = run(whole.path(), false);
+        assert_eq!(
+            last,
+            [
+                whole.path().join("tool/checkpoint-000002"),
+                whole.path().join("reply/checkpoint-000002")
+            ]
+        );
+        let m = metrics(whole.path());
+        assert_eq!(m.len(), 2);
+        for key in [
+            "reward",
+            "tool/loss",
+            "tool/completions",
+            "reply/grad_norm",
+            "reply/opd/reverse_kl",
+        ] {
+            assert!(m[1].get(key).is_some(), "metrics lack {key}: {}", m[1]);
+        }
+        let step1 =
+            std::fs::read_to_string(whole.path().join("rollouts/step-000001.jsonl")).unwrap();
+        for line in step1.lines() {
+            let t: hat::record::Trajectory = serde_json::from_str(line).unwrap();
+            for msg in t.messages.iter().filter(|m| m.is_trained()) {
+                assert!(
+                    hat::agent::two_agent::AgentRole::of(msg).is_some(),
+                    "an untagged policy message in {}",
+                    t.id
+                );
+            }
+        }
+        // Each agent moved exactly when it wrote something (the OPD term gives every token a gradient).
+        let probe = [views
+            .build(
+                &serde_json::from_value(serde_json::json!({"id": "probe", "messages": [
+                    {"role": "system", "content": "你是直播间主播。"},
+                    {"role": "user", "content": "这款还有货吗"},
+                    {"role": "assistant", "content": "宝宝们，这款还有货哦"}
+                ]}))
+                .unwrap(),
+            )
+            .unwrap()];
+        let pad = views.end_of_turn();
+        let scored = |d: &Path| -> Vec<f64> {
+            let m = CausalLm::<B>::load(d, &device).unwrap().valid();
+            logprobs(&m, &probe, pad, 4096, &device).unwrap().0.concat()
+        };
+        let initial = scored(dir.path());
+        for (agent, ckpt) in ["tool", "reply"].iter().zip(&last) {
+            let wrote: u64 = m
+                .iter()
+                .map(|r| r[format!("{agent}/completions")].as_u64().unwrap())
+                .sum();
+            assert_eq!(
+                scored(ckpt) != initial,
+                wrote > 0,
+                "{agent} wrote {wrote} completions"
+            );
+        }
+
+        let resumed = tempfile::tempdir().unwrap();
+        for agent in ["tool", "reply"] {
+            copy_dir(
+                &whole.path().join(agent).join("checkpoint-000001"),
+                &resumed.path().join(agent).join("checkpoint-000001"),
+            );
+        }
+        std::fs::copy(
+            whole.path().join("metrics.jsonl"),
+            resumed.path().join("metrics.jsonl"),
+        )
+        .unwrap();
+        run(resumed.path(), true);
+        assert_eq!(
+            metrics(resumed.path()),
+            m,
+            "the resumed two-agent run's metrics differ from the uninterrupted run's"
+        );
+        for agent in ["tool", "reply"] {
+            let ckpt = |root: &Path| root.join(agent).join("checkpoint-000002");
+            assert_eq!(scored(&ckpt(resumed.path())), scored(&ckpt(whole.path())));
+        }
+    }
+
+    /// The two-agent update on a made-up episode: a tool call, a malformed call attempt (written by the
+    /// tool agent, though it renders as a reply) and the reply agent's answer. Each completion goes to
+    /// its author with its author's advantage; with the reply reward zeroed the reply model keeps every
+    /// weight while the tool model moves, and the other way round.
+    #[test]
+    fn each_agent_learns_only_its_own_moves_with_its_own_reward() {
+        use burn::module::AutodiffModule;
+        use hat::agent::two_agent::AgentRole;
+        use hat::rl::learner::{Learner, StepData};
+        use hat::rl::sides::completions;
+        let (dir, builder, _, _) = good_and_bad_replies();
+        let device = Default::default();
+        let pad = builder.end_of_turn();
+        let episode = |id: &str, answer: &str| -> hat::record::Trajectory {
+            serde_json::from_value(serde_json::json!({"id": id, "messages": [
+                {"role": "system", "content": "你是直播间主播。"},
+                {"role": "user", "content": "这款还有货吗"},
+                {"role": "assistant", "content": "<tool_call>{\"name\": \"get_st", "agent": "tool"},
+                {"role": "user", "content": "[tool-call error] the call is not valid JSON"},
+                {"role": "assistant", "content": "", "agent": "tool", "tool_calls": [{"id": "call_2_0",
+                    "type": "function", "function": {"name": "get_stock", "arguments": "{\"product_id\": \"p1\"}"}}]},
+                {"role": "tool", "tool_call_id": "call_2_0", "content": "{\"stock\": 3}"},
+                {"role": "assistant", "content": answer, "agent": "reply"}
+            ]}))
+            .unwrap()
+        };
+        let episodes = [episode("a", "宝宝们，还有3件哦"), episode("b", "哈哈")];
+        let refs: Vec<&hat::record::Trajectory> = episodes.iter().collect();
+        let cfg = config(1);
+        let step = |tool_adv: [f64; 2], reply_adv: [f64; 2]| -> [bool; 2] {
+            let c = completions(&refs, &builder, [&tool_adv, &reply_adv], true);
+            let sides: Vec<(AgentRole, hat::train::view::SegmentKind, f64)> = c
+                .spans
+                .iter()
+                .filter(|(_, s)| s.view == 0)
+                .map(|(side, s)| (*side, s.kind, s.advantage))
+                .collect();
+            use hat::train::view::SegmentKind::{Reply, ToolCall};
+            assert_eq!(
+                sides,
+                [
+                    (AgentRole::Tool, Reply, tool_adv[0]),
+                    (AgentRole::Tool, ToolCall, tool_adv[0]),
+                    (AgentRole::Reply, Reply, reply_adv[0])
+                ]
+            );
+            let data = StepData {
+                views: &c.views,
+                teacher: None,
+                sampler: None,
+                learning_rate: 3e-3,
+                pad,
+            };
+            [AgentRole::Tool, AgentRole::Reply].map(|role| {
+                let out = tempfile::tempdir().unwrap();
+                let start = Start {
+                    model: CausalLm::<B>::load(dir.path(), &device).unwrap(),
+                    reference: None,
+                };
+                let learner = Learner::new(
+                    Some(role),
+                    start,
+                    out.path().to_path_buf(),
+                    &cfg,
+                    dir.path(),
+                    false,
+                    &device,
+                )
+                .unwrap();
+                let before = logprobs(&learner.model.valid(), &c.views, pad, 4096, &device)
+                    .unwrap()
+                    .0;
+                let own: Vec<_> = c
+                    .spans
+                    .iter()
+                    .filter(|(side, _)| *side == role)
+                    .map(|(_, s)| *s)
+                    .collect();
+                let (learner, _) = learner.learn(&own, &data, &cfg, &device).unwrap();
+                let after = logprobs(&learner.model.valid(), &c.views, pad, 4096, &device)
+                    .unwrap()
+                    .0;
+                after != before
+            })
+        };
+        assert_eq!(
+            step([1.0, -1.0], [0.0, 0.0]),
+            [true, false],
+            "reply reward zeroed"
+        );
+        assert_eq!(
+            step([0.0, 0.0], [1.0, -1.0]),
+            [false, true],
+            "tool reward zeroed"
         );
     }
 }

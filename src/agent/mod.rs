@@ -6,5 +6,6 @@ pub mod cli;
 pub mod hooks;
 pub mod rollout;
 pub mod runtime;
+pub mod two_agent;
 
 pub use runtime::{Agent, SimEnv};

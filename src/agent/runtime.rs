@@ -38,7 +38,7 @@ pub const RUNTIME_NOTE: &str = "[tool-call error]";
 static EPISODES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Where a text-form tool call starts, in both formats the harness may name (hermes and qwen3_xml).
-const TOOL_CALL_OPEN: &str = "<tool_call>";
+pub const TOOL_CALL_OPEN: &str = "<tool_call>";
 
 /// A harness made ready to run episodes: tools, schemas, compiled hooks and the record's harness ref.
 #[derive(Debug, Clone)]

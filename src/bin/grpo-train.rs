@@ -1,6 +1,7 @@
-//! `grpo-train`: HSA-RL. Groups of episodes of the policy in the live-room simulator under the original
-//! harness and HSA variants with faults, the judge's rewards, GRPO/GDPO advantages per turn kind, and
-//! the clipped policy-gradient update (token-level or GSPO). Logic lives in `hat::rl`.
+//! `grpo-train`: HSA-RL. Groups of episodes of the policy (or of a tool agent and a reply agent) in the
+//! live-room simulator under the original harness and HSA variants with faults, the judge's rewards,
+//! GRPO/GDPO advantages per turn kind, and the clipped policy-gradient update (token-level or GSPO,
+//! optionally with truncated importance sampling). Logic lives in `hat::rl`.
 
 use std::process::ExitCode;
 
@@ -18,10 +19,13 @@ OUTPUT (in --out)
   metrics.jsonl   one line per step, TRL's names: reward, rewards/<name>/mean, reward_std/<kind>,
                   frac_reward_zero_std/<kind>, clip_ratio/{low,high,region}_mean, kl, entropy,
                   completions/mean_length, right_tool, time/{rollout,scoring,update}_s;
-                  with --teacher: opd/reverse_kl, opd/advantage_mean
+                  with --teacher: opd/reverse_kl, opd/advantage_mean;
+                  with --tis-imp-ratio-cap: tis/mean_ratio, tis/clipped_frac, tis/matched_frac;
+                  with --two-agent the policy's own metrics (loss, kl, clip ratios, ...) as tool/… and reply/…
   reward.svg      the reward curves, right tool, KL and clip ratio against the step
   rollouts/       step-NNNNNN.jsonl: every episode of the step, judged (reads with `judge report`)
   checkpoint-NNNNNN/  HF directory + optimizer + trainer state; --resume continues exactly
+                  (--two-agent: tool/checkpoint-NNNNNN/ and reply/checkpoint-NNNNNN/)
 
 EXAMPLE
   hsa-augment --harness harness --out out/variants -n 8 --pool train
@@ -30,7 +34,11 @@ EXAMPLE
       --harness harness --harness out/variants/variant-000 --faults timeout=0.1 \\
       --num-generations 4 --tasks-per-step 8 --max-steps 50 --out out/grpo
   # plus the OPD term: per-token -0.5*(log p_policy - log p_base) added to the advantages
-  grpo-train ... --teacher out/base/checkpoint-000200 --kl-penalty-coef 0.5";
+  grpo-train ... --teacher out/base/checkpoint-000200 --kl-penalty-coef 0.5
+  # truncated importance sampling against the sampler's recorded log-probs
+  grpo-train ... --tis-imp-ratio-cap 2
+  # a tool agent and a reply agent, both from the SFT checkpoint
+  grpo-train ... --two-agent --out out/grpo-two-agent";
 
 #[derive(Debug, Parser)]
 #[command(

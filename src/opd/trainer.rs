@@ -299,6 +299,7 @@ pub fn train<B: AutodiffBackend>(
                     old: q,
                     reference: None,
                     token_advantages: Some(&advantages),
+                    tis_weights: None,
                 };
                 let settings = UpdateConfig {
                     loss: &loss_cfg,

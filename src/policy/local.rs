@@ -4,6 +4,7 @@
 //! A reply whose tool calls do not parse is returned as raw text: the agent runtime parses
 //! text-form calls itself and feeds the error back to the model, so the episode goes on.
 
+use super::sampler_logprobs::SamplerLogprobs;
 use super::{Conversation, Policy};
 use crate::chat::{parse_assistant_output, ToolCallFormat};
 use crate::model::generation::generate::TextGenerator;
@@ -23,7 +24,9 @@ pub struct LocalOptions {
     /// The format the model writes tool calls in (the harness's `tool_call_format`).
     pub tool_call_format: ToolCallFormat,
     /// Sampling of each reply. `seed` is the base seed: each reply draws from a stream derived
-    /// from it and the rendered prompt, so a rerun reproduces every episode.
+    /// from it and the rendered prompt, so a rerun reproduces every episode. With `logprobs`, each
+    /// message carries its generated tokens and their log-probs ([`SamplerLogprobs`]; RL's
+    /// truncated importance sampling).
     pub sampling: SamplingParams,
 }
 
@@ -124,12 +127,13 @@ where
             seed: Rng::derive(self.options.sampling.seed, &prompt).next_u64(),
             ..self.options.sampling.clone()
         };
-        let text = generator
-            .generate_text(&[prompt], &[params])?
-            .remove(0)
-            .text;
+        let out = generator.generate_text(&[prompt], &[params])?.remove(0);
         drop(generator);
-        Ok(to_message(&text, self.options.tool_call_format, &tools))
+        let mut msg = to_message(&out.text, self.options.tool_call_format, &tools);
+        if let Some(lps) = &out.generation.logprobs {
+            SamplerLogprobs::from_ids(out.generation.tokens.clone(), lps).attach(&mut msg);
+        }
+        Ok(msg)
     }
 }
 

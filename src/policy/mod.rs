@@ -9,6 +9,7 @@ pub mod openai;
 pub mod oracle;
 pub mod prompt_logprobs;
 pub mod reading;
+pub mod sampler_logprobs;
 
 use anyhow::Result;
 

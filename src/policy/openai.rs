@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
 use super::endpoints::EndpointPool;
+use super::sampler_logprobs::{self, SamplerLogprobs};
 use super::{Conversation, Policy};
 use crate::record::{Message, Role};
 
@@ -26,6 +27,9 @@ pub struct OpenAiConfig {
     pub retries: u32,
     pub temperature: f64,
     pub max_tokens: u32,
+    /// Ask for the log-prob of every generated token (`logprobs: true`) and keep them on the message
+    /// ([`SamplerLogprobs`]; RL's truncated importance sampling).
+    pub logprobs: bool,
     /// Merged into every request body (e.g. `{"chat_template_kwargs": {"enable_thinking": false}}`).
     pub extra_body: Map<String, Value>,
 }
@@ -40,6 +44,7 @@ impl OpenAiConfig {
             retries: 2,
             temperature: 0.0,
             max_tokens: 1024,
+            logprobs: false,
             extra_body: Map::new(),
         }
     }
@@ -61,6 +66,10 @@ pub struct ClientArgs {
     /// Sampling temperature of every request.
     #[arg(long, default_value_t = 0.0)]
     pub temperature: f64,
+    /// Ask for every generated token's log-prob and record them on the assistant messages
+    /// (`sampler_logprobs`, for grpo-train's truncated importance sampling).
+    #[arg(long)]
+    pub logprobs: bool,
 }
 
 impl ClientArgs {
@@ -76,6 +85,7 @@ impl ClientArgs {
         cfg.timeout = Duration::from_secs(self.request_timeout.max(1));
         cfg.retries = self.retries;
         cfg.temperature = self.temperature;
+        cfg.logprobs = self.logprobs;
         cfg
     }
 }
@@ -111,12 +121,20 @@ impl OpenAi {
 
     /// The request body for a conversation.
     pub fn body(&self, conv: &Conversation<'_>) -> Value {
+        let messages: Vec<Message> = conv
+            .messages
+            .iter()
+            .map(sampler_logprobs::without)
+            .collect();
         let mut body = json!({
             "model": self.cfg.model,
-            "messages": conv.messages,
+            "messages": messages,
             "temperature": self.cfg.temperature,
             "max_tokens": self.cfg.max_tokens,
         });
+        if self.cfg.logprobs {
+            body["logprobs"] = json!(true);
+        }
         if !conv.tools.is_empty() {
             body["tools"] = json!(conv.tools);
             body["tool_choice"] = json!("auto");
@@ -183,7 +201,8 @@ pub fn post_json(
     )
 }
 
-/// The assistant message of a chat-completions response.
+/// The assistant message of a chat-completions response, with the sampler's log-probs when the
+/// response has them (`choices[0].logprobs`).
 pub fn parse_response(text: &str) -> Result<Message> {
     let v: Value = serde_json::from_str(text).context("the response is not JSON")?;
     let msg = v.pointer("/choices/0/message").with_context(|| {
@@ -204,6 +223,12 @@ pub fn parse_response(text: &str) -> Result<Message> {
         {
             m.reasoning_content = Some(r);
         }
+    }
+    if let Some(lps) = v
+        .pointer("/choices/0/logprobs")
+        .and_then(SamplerLogprobs::from_openai)
+    {
+        lps.attach(&mut m);
     }
     Ok(m)
 }
@@ -238,7 +263,12 @@ mod tests {
         let m = parse_response(text).unwrap();
         assert_eq!(m.tool_calls[0].function.name, "get_promotions");
         assert_eq!(m.reasoning_content.as_deref(), Some("think"));
+        assert!(m.extra.is_empty(), "no logprobs asked, none kept");
         assert!(parse_response(r#"{"error":"x"}"#).is_err());
+        let with = r#"{"choices":[{"message":{"role":"assistant","content":"ok"},
+            "logprobs":{"content":[{"token":"ok","logprob":-0.25,"top_logprobs":[]}]}}]}"#;
+        let m = parse_response(with).unwrap();
+        assert_eq!(SamplerLogprobs::of(&m).unwrap().logprobs, [-0.25]);
         assert!(parse_response("nope").is_err());
     }
 
@@ -263,6 +293,27 @@ mod tests {
         assert_eq!(b["messages"][0]["content"], "hi");
         assert!(b.get("tools").is_none());
         assert_eq!(b["chat_template_kwargs"]["enable_thinking"], false);
+        assert!(b.get("logprobs").is_none());
+    }
+
+    #[test]
+    fn logprobs_are_asked_for_and_never_sent_back() {
+        let mut cfg = OpenAiConfig::new("http://x/v1", "m");
+        cfg.logprobs = true;
+        let client = OpenAi::new(cfg).unwrap();
+        let mut reply = Message::text(Role::Assistant, "ok");
+        SamplerLogprobs::from_ids(vec![5], &[-0.5]).attach(&mut reply);
+        let msgs = [Message::text(Role::User, "hi"), reply];
+        let conv = Conversation {
+            messages: &msgs,
+            tools: &[],
+            turn_start: 1,
+            task: None,
+            session: None,
+        };
+        let b = client.body(&conv);
+        assert_eq!(b["logprobs"], true);
+        assert!(b["messages"][1].get(sampler_logprobs::KEY).is_none());
     }
 
     #[test]

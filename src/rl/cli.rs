@@ -10,8 +10,10 @@ use burn::tensor::backend::AutodiffBackend;
 use clap::Args;
 
 use super::advantage::{AdvantageConfig, Aggregation, ScaleRewards};
+use super::learner::Start;
 use super::policy_loss::{ImportanceSamplingLevel, LossType, PolicyLossConfig};
-use super::trainer::{train, GrpoConfig, RunInputs, REPLY_REWARDS, TOOL_REWARDS};
+use super::trainer::{train, GrpoConfig, Policies, RunInputs, REPLY_REWARDS, TOOL_REWARDS};
+use crate::agent::two_agent::AgentRole;
 use crate::agent::{Agent, SimEnv};
 use crate::hsa::variant::load_harness;
 use crate::model::CausalLm;
@@ -20,6 +22,7 @@ use crate::opd::teacher::check_compatible;
 use crate::record::Trajectory;
 use crate::sim::cli::CatalogSource;
 use crate::sim::faults::FaultPlan;
+use crate::train::checkpoint;
 use crate::train::heap;
 use crate::train::optim::AdamWConfig;
 use crate::train::run_args::RunArgs;
@@ -66,9 +69,20 @@ pub struct GrpoArgs {
     /// KL coefficient (k3 estimator, which regularises a forward KL) against `--ref-model`.
     #[arg(long, default_value_t = 0.0)]
     pub beta: f64,
-    /// Reference policy for the KL term (default: `--model`).
-    #[arg(long, value_name = "DIR")]
+    /// Reference policy for the KL term (default: `--model`; in two-agent mode each agent's reference
+    /// is its own starting model).
+    #[arg(long, value_name = "DIR", conflicts_with = "two_agent")]
     pub ref_model: Option<PathBuf>,
+    /// Two-agent mode (the earlier Taobao Live system): in every move a tool agent decides the tool
+    /// calls and, once it would answer, a reply agent writes the reply. Two models, each trained only
+    /// on its own moves with its own rewards (tool rationality, skill selection / accuracy,
+    /// effectiveness, CoT length), reference, optimizer and checkpoints (OUT/tool/, OUT/reply/).
+    #[arg(long)]
+    pub two_agent: bool,
+    /// The reply agent's starting checkpoint in two-agent mode (default: `--model`, which the tool
+    /// agent starts from); must share its tokenizer.
+    #[arg(long, value_name = "DIR", requires = "two_agent")]
+    pub reply_model: Option<PathBuf>,
     /// OPD term: a teacher checkpoint (e.g. the pre-SFT base) whose per-token reverse KL
     /// `−kl_penalty_coef·(log π_old − log π_teacher)` is added to the advantage of every token the
     /// policy generated (as `opd`'s). Must share the policy's tokenizer. Off without it.
@@ -80,6 +94,11 @@ pub struct GrpoArgs {
     /// γ: discount of the future reverse KL summed into each token's OPD term (0 = per token).
     #[arg(long, default_value_t = 0.0)]
     pub kl_discount_factor: f64,
+    /// Truncated importance sampling (verl's `tis_imp_ratio_cap`): weight each policy token's loss
+    /// by min(π_old/π_sampler, C), the trainer's recomputed probability over the one the sampler
+    /// recorded while generating. Off without it; verl and TRL use C = 2–3.
+    #[arg(long, value_name = "C")]
+    pub tis_imp_ratio_cap: Option<f64>,
     #[arg(long, value_enum, default_value = "sum_then_normalize")]
     pub multi_objective_aggregation: Aggregation,
     #[arg(long, value_enum, default_value = "group")]
@@ -140,6 +159,11 @@ impl GrpoArgs {
                 epsilon: 1e-4,
             })
         };
+        if let Some(cap) = self.tis_imp_ratio_cap {
+            if !(cap.is_finite() && cap > 0.0) {
+                bail!("--tis-imp-ratio-cap must be a positive number, got {cap}");
+            }
+        }
         if sequence
             && matches!(
                 self.loss_type,
@@ -179,17 +203,23 @@ impl GrpoArgs {
                 kl_penalty_coef: self.kl_penalty_coef,
                 kl_discount_factor: self.kl_discount_factor,
             },
+            tis_imp_ratio_cap: self.tis_imp_ratio_cap,
         })
     }
 }
 
-/// Runs `grpo-train`; prints the final checkpoint's path.
+/// Runs `grpo-train`; prints the final checkpoint's path (one per agent in two-agent mode).
 pub fn run<B: AutodiffBackend>(a: &GrpoArgs, stop: &AtomicBool, device: &B::Device) -> Result<()>
 where
     crate::model::generation::generate::TextGenerator<B::InnerBackend>: Send,
 {
     let cfg = a.config()?;
     a.run.prepare_out()?;
+    if a.two_agent && a.run.overwrite_output_dir {
+        for role in [AgentRole::Tool, AgentRole::Reply] {
+            checkpoint::remove_all(&a.run.out.join(role.as_str()))?;
+        }
+    }
     let tasks: Vec<Trajectory> = crate::jsonl::read_all(&a.tasks)?;
     let agents = a
         .harnesses
@@ -206,15 +236,25 @@ where
         seed: a.run.seed,
     };
     let views = ViewBuilder::from_dir(&a.model)?;
-    let model: CausalLm<B> = CausalLm::load(&a.model, device)?;
-    heap::keep_freed_memory(model.config.hidden_size);
-    let reference = if a.beta > 0.0 {
-        Some(CausalLm::<B::InnerBackend>::load(
-            a.ref_model.as_deref().unwrap_or(&a.model),
-            device,
-        )?)
+    // A policy to train from `dir`, with `reference` for the KL term when there is one.
+    let start = |dir: &Path, reference: &Path| -> Result<Start<B>> {
+        let model: CausalLm<B> = CausalLm::load(dir, device)?;
+        heap::keep_freed_memory(model.config.hidden_size);
+        let reference = (a.beta > 0.0)
+            .then(|| CausalLm::<B::InnerBackend>::load(reference, device))
+            .transpose()?;
+        Ok(Start { model, reference })
+    };
+    let policies = if a.two_agent {
+        let reply = a.reply_model.as_deref().unwrap_or(&a.model);
+        check_compatible(&a.model, reply)
+            .context("--reply-model must share --model's tokenizer (one view of every episode)")?;
+        Policies::TwoAgent {
+            tool: start(&a.model, &a.model)?,
+            reply: start(reply, reply)?,
+        }
     } else {
-        None
+        Policies::Single(start(&a.model, a.ref_model.as_deref().unwrap_or(&a.model))?)
     };
     let teacher = match &a.teacher {
         Some(dir) => {
@@ -232,16 +272,8 @@ where
         out: &a.run.out,
         concurrency: a.concurrency,
     };
-    let ckpt = train::<B>(
-        &cfg,
-        model,
-        reference,
-        teacher,
-        &inputs,
-        a.run.resume,
-        stop,
-        device,
-    )?;
-    println!("{}", ckpt.display());
+    for ckpt in train::<B>(&cfg, policies, teacher, &inputs, a.run.resume, stop, device)? {
+        println!("{}", ckpt.display());
+    }
     Ok(())
 }

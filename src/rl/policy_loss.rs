@@ -9,7 +9,8 @@
 //! the whole RL loss stays testable against a PyTorch fixture without a model.
 //!
 //! Per token, with advantage A of its completion and ratio ρ (see [`ImportanceSamplingLevel`]):
-//! `ℓ_t = −min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A) + β·k3_t`, `k3_t = e^{ref−logp} − (ref−logp) − 1`.
+//! `ℓ_t = −w_t·min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A) + β·k3_t`, `k3_t = e^{ref−logp} − (ref−logp) − 1`,
+//! where `w_t` is the truncated importance weight against the sampler ([`super::tis`]; 1 without TIS).
 //! Aggregation by `loss_type`: `grpo` = mean over completions of their token mean; `bnpo`/`dapo` = sum
 //! over the batch's tokens / their number; `dr_grpo` = sum / (completions × `max_completion_length`).
 
@@ -61,6 +62,9 @@ pub struct Completion<'a> {
     /// Per-token advantages added to `advantage` (on-policy distillation's `−λ·(logq − logπ_T)`, which
     /// tinker and TRL's MiniLLM add to the task advantage); `None` for none.
     pub token_advantages: Option<&'a [f64]>,
+    /// Per-token truncated importance weights `min(π_old/π_sampler, C)` on the policy-gradient term
+    /// ([`super::tis`]); `None` for 1.
+    pub tis_weights: Option<&'a [f64]>,
 }
 
 /// The loss over a batch of completions, `∂L/∂logp` per token, and TRL's diagnostics.
@@ -113,6 +117,9 @@ pub fn policy_loss(completions: &[Completion<'_>], cfg: &PolicyLossConfig) -> Po
         if let Some(extra) = c.token_advantages {
             assert_eq!(extra.len(), len, "token advantages per token");
         }
+        if let Some(tis) = c.tis_weights {
+            assert_eq!(tis.len(), len, "TIS weights per token");
+        }
         let seq_ratio = || {
             let mean = c
                 .logp
@@ -135,6 +142,8 @@ pub fn policy_loss(completions: &[Completion<'_>], cfg: &PolicyLossConfig) -> Po
         let mut grad = vec![0.0; len];
         for (t, &rho) in ratios.iter().enumerate() {
             let a = c.advantage + c.token_advantages.map_or(0.0, |x| x[t]);
+            // The TIS weight scales this token's whole policy-gradient term; a constant to the gradient.
+            let w = c.tis_weights.map_or(w, |tis| w * tis[t]);
             let clipped = rho.clamp(lo, hi);
             let (unclipped_term, clipped_term) = (rho * a, clipped * a);
             out.loss -= w * unclipped_term.min(clipped_term);
@@ -215,6 +224,7 @@ mod tests {
                             ref_logp: Some(&reference[i]),
                             advantage: adv[i],
                             token_advantages: None,
+                            tis_weights: None,
                         })
                         .collect();
                     policy_loss(&cs, &c)
@@ -251,6 +261,7 @@ mod tests {
             ref_logp: None,
             advantage: 2.0,
             token_advantages: None,
+            tis_weights: None,
         };
         let out = policy_loss(
             &[c],
@@ -270,6 +281,7 @@ mod tests {
             ref_logp: None,
             advantage: 1.0,
             token_advantages: None,
+            tis_weights: None,
         };
         let out = policy_loss(
             &[c],
@@ -291,6 +303,34 @@ mod tests {
         assert_eq!(out.clip_ratio_region, 0.0);
     }
 
+    /// The TIS weight multiplies a token's policy-gradient term and its gradient, not the KL term.
+    #[test]
+    fn tis_weights_scale_the_policy_gradient_term_only() {
+        let (logp, old, reference) = ([-0.5, -1.2], [-0.6, -1.0], [-0.4, -1.5]);
+        let tis = [2.0, 0.5];
+        let at = |beta: f64, tis: Option<&[f64]>| {
+            let c = Completion {
+                logp: &logp,
+                old_logp: &old,
+                ref_logp: Some(&reference),
+                advantage: 0.8,
+                token_advantages: None,
+                tis_weights: tis,
+            };
+            policy_loss(
+                &[c],
+                &cfg(ImportanceSamplingLevel::Token, LossType::Dapo, beta),
+            )
+        };
+        let pg = at(0.0, None);
+        let (plain, weighted) = (at(0.05, None), at(0.05, Some(&tis)));
+        for (t, w) in tis.iter().enumerate() {
+            let expected = plain.grad[0][t] + (w - 1.0) * pg.grad[0][t];
+            assert!((weighted.grad[0][t] - expected).abs() < 1e-15);
+        }
+        assert_eq!(weighted.kl, plain.kl);
+    }
+
     #[test]
     fn kl_to_an_identical_reference_is_zero_with_zero_gradient() {
         let logp = [-0.5, -1.0, -3.0];
@@ -300,6 +340,7 @@ mod tests {
             ref_logp: Some(&logp),
             advantage: 0.0,
             token_advantages: None,
+            tis_weights: None,
         };
         let out = policy_loss(
             &[c],

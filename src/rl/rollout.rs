@@ -1,5 +1,5 @@
-//! One step's rollouts: for each task drawn, `num_generations` episodes of the local policy in the
-//! simulator, all under one harness (the original or an HSA variant, drawn per task) and one fault seed,
+//! One step's rollouts: for each task drawn, `num_generations` episodes of the policy (one local model,
+//! or a tool agent and a reply agent) in the simulator, all under one harness (the original or an HSA variant, drawn per task) and one fault seed,
 //! each scored by the verifiable judge. The episodes of a task form its group.
 
 use anyhow::{anyhow, Result};
@@ -8,11 +8,13 @@ use serde_json::json;
 
 use crate::agent::{Agent, SimEnv};
 use crate::judge::verifiable::{score, TokenCounter};
-use crate::model::generation::generate::TextGenerator;
-use crate::policy::local::LocalPolicy;
+use crate::policy::Policy;
 use crate::record::Trajectory;
 use crate::rng::Rng;
-use burn::prelude::Backend;
+
+/// The policy of one episode, from its sampling seed: the current weights, their own random stream
+/// (the G episodes of a group must not draw the same tokens).
+pub type Sampler<'a> = dyn Fn(u64) -> Box<dyn Policy> + Sync + 'a;
 
 /// The episodes of one task under one harness.
 #[derive(Debug, Clone)]
@@ -48,13 +50,13 @@ pub fn draws(
         .collect()
 }
 
-/// Plays every draw `generations` times with `policy` (each episode from its own sampling seed; the
+/// Plays every draw `generations` times with `sampler`'s policy (each episode from its own seed; the
 /// fault seed is the task's, shared by its group) and scores the episodes. Episode ids become
 /// `TASK/sSTEP/gG` and `meta` records the step, group, generation and harness. An episode the
 /// runtime could not start is an error for the whole step: it is a bad task, not a policy move.
 #[allow(clippy::too_many_arguments)]
-pub fn play_groups<B: Backend>(
-    policy: &LocalPolicy<B>,
+pub fn play_groups(
+    sampler: &Sampler<'_>,
     agents: &[(String, Agent)],
     tasks: &[Trajectory],
     picks: &[(usize, usize)],
@@ -62,10 +64,7 @@ pub fn play_groups<B: Backend>(
     env: &SimEnv<'_>,
     step: usize,
     pool: &rayon::ThreadPool,
-) -> Result<Vec<Group>>
-where
-    TextGenerator<B>: Send,
-{
+) -> Result<Vec<Group>> {
     let jobs: Vec<(usize, usize)> = (0..picks.len())
         .flat_map(|j| (0..generations).map(move |g| (j, g)))
         .collect();
@@ -74,10 +73,9 @@ where
             .map(|&(j, g)| {
                 let (task, harness) = picks[j];
                 let (label, agent) = &agents[harness];
-                let sampler =
-                    policy.sibling(Rng::derive(env.seed, &format!("{step}/{j}/{g}")).next_u64());
+                let policy = sampler(Rng::derive(env.seed, &format!("{step}/{j}/{g}")).next_u64());
                 let mut t = agent
-                    .run(&sampler, &tasks[task], env)
+                    .run(policy.as_ref(), &tasks[task], env)
                     .map_err(|e| anyhow!("task {} under {label}: {e:#}", tasks[task].id))?;
                 score(&mut t, &TokenCounter::Approximate);
                 t.id = format!("{}/s{step}/g{g}", tasks[task].id);

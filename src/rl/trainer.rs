@@ -18,10 +18,16 @@
 //! With a teacher and `kl_penalty_coef` λ > 0, each policy token's advantage also gets the OPD term
 //! `−λ(log π_old − log π_T)` ([`super::opd_term`]).
 //!
-//! `old` is recomputed by the trainer on the re-rendered episode rather than taken from the sampler:
-//! with one process and one set of weights they are the same distribution, and the view's tokens are
-//! the ones the gradient needs. (A rollout engine apart from the trainer would need the sampler's
-//! log-probs and truncated importance sampling; not built.)
+//! **Two-agent mode** ([`Policies::TwoAgent`]): a tool agent and a reply agent, two models, play every
+//! move together ([`crate::agent::two_agent`]: the tool agent calls tools, the reply agent answers).
+//! A completion belongs to the agent that wrote it ([`super::sides`]), is judged by that agent's
+//! rewards and updates that agent's model only; each agent is a [`Learner`] with its own reference,
+//! optimizer and checkpoints.
+//!
+//! `old` is recomputed by the trainer on the re-rendered episode: the view's tokens are the ones the
+//! gradient needs. The sampler records its own log-probs on every message it generates; with
+//! `tis_imp_ratio_cap` each token's policy-gradient term is weighted by `min(π_old/π_sampler, C)`
+//! ([`super::tis`]), which corrects for a sampler that computes them differently.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,22 +39,28 @@ use burn::tensor::backend::AutodiffBackend;
 use serde_json::{json, Value};
 
 use super::advantage::{advantages, AdvantageConfig, Advantages};
-use super::opd_term::opd_term;
+use super::learner::{mean, Learner, Start, StepData};
 use super::policy_loss::PolicyLossConfig;
 use super::rollout::{draws, play_groups, Group};
-use super::update::{logprobs, spans_of, update, Batch, UpdateConfig};
+use super::sides::{completions, Completions};
+use super::tis::sampler_logprobs;
+use super::update::{logprobs, Span};
+use crate::agent::two_agent::{AgentRole, TwoAgent};
 use crate::agent::{Agent, SimEnv};
 use crate::eval::rollout::right_tool;
 use crate::jsonl::JsonlWriter;
+use crate::model::generation::generate::TextGenerator;
 use crate::model::CausalLm;
 use crate::opd::reverse_kl::KlPenalty;
 use crate::policy::local::LocalPolicy;
+use crate::policy::Policy;
 use crate::record::{Scores, Trajectory};
+use crate::rng::Rng;
 use crate::train::checkpoint;
 use crate::train::metrics;
-use crate::train::optim::{cosine_with_warmup, AdamW, AdamWConfig};
+use crate::train::optim::{cosine_with_warmup, AdamWConfig};
 use crate::train::trainer::step_progress;
-use crate::train::view::{SegmentKind, ViewBuilder};
+use crate::train::view::ViewBuilder;
 
 /// The rewards of tool-calling turns, in the judge's names.
 pub const TOOL_REWARDS: [&str; 2] = ["tool_rationality", "skill_selection"];
@@ -90,6 +102,9 @@ pub struct GrpoConfig {
     pub router_aux_loss_coef: Option<f64>,
     /// The OPD term against the teacher (`kl_penalty_coef` 0 or no teacher = off).
     pub kl_penalty: KlPenalty,
+    /// Truncated importance sampling against the sampler's log-probs with this cap C (verl's
+    /// `tis_imp_ratio_cap`; `None` = off).
+    pub tis_imp_ratio_cap: Option<f64>,
 }
 
 /// What a run reads and writes.
@@ -120,21 +135,30 @@ fn group_advantages(groups: &[Group], names: &[&str], cfg: &AdvantageConfig) -> 
     advantages(&rows, &ids, cfg)
 }
 
-/// Runs GRPO from `model` (or, with `resume`, the newest checkpoint in `inputs.out`); `reference` is
-/// the KL term's (`beta`), `teacher` the OPD term's (`kl_penalty`).
-#[allow(clippy::too_many_arguments)]
+/// The policies a run trains: one that plays every move (the default; its tool and reply turns are
+/// still separate completions with their own rewards), or a tool agent and a reply agent, two models
+/// each trained on its own moves with its own reward, reference, optimizer and checkpoints.
+// Built once per run and taken apart at once: boxing the larger variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum Policies<B: AutodiffBackend> {
+    Single(Start<B>),
+    TwoAgent { tool: Start<B>, reply: Start<B> },
+}
+
+/// Runs GRPO from `policies` (or, with `resume`, the newest checkpoints in `inputs.out`: `OUT/` for a
+/// single policy, `OUT/tool/` and `OUT/reply/` for two agents); `teacher` is the OPD term's
+/// (`kl_penalty`). Returns the final checkpoint of every policy.
 pub fn train<B: AutodiffBackend>(
     cfg: &GrpoConfig,
-    model: CausalLm<B>,
-    reference: Option<CausalLm<B::InnerBackend>>,
+    policies: Policies<B>,
     teacher: Option<CausalLm<B::InnerBackend>>,
     inputs: &RunInputs<'_>,
     resume: bool,
     stop: &AtomicBool,
     device: &B::Device,
-) -> Result<PathBuf>
+) -> Result<Vec<PathBuf>>
 where
-    crate::model::generation::generate::TextGenerator<B::InnerBackend>: Send,
+    TextGenerator<B::InnerBackend>: Send,
 {
     anyhow::ensure!(!inputs.tasks.is_empty(), "no tasks");
     anyhow::ensure!(!inputs.agents.is_empty(), "no harness");
@@ -142,59 +166,59 @@ where
         cfg.num_generations >= 2,
         "num_generations must be at least 2 (a group needs two to compare)"
     );
+    let starts = match policies {
+        Policies::Single(start) => vec![(None, start, inputs.out.to_path_buf())],
+        Policies::TwoAgent { tool, reply } => [(AgentRole::Tool, tool), (AgentRole::Reply, reply)]
+            .into_iter()
+            .map(|(role, start)| (Some(role), start, inputs.out.join(role.as_str())))
+            .collect(),
+    };
     anyhow::ensure!(
-        cfg.loss.beta == 0.0 || reference.is_some(),
+        cfg.loss.beta == 0.0 || starts.iter().all(|(_, s, _)| s.reference.is_some()),
         "beta > 0 needs a reference model"
     );
-    if !resume {
-        checkpoint::ensure_none(inputs.out)?;
-    }
     std::fs::create_dir_all(inputs.out)
         .with_context(|| format!("creating {}", inputs.out.display()))?;
-    let mut opt = AdamW::<B::InnerBackend>::new(cfg.adamw);
-    let (mut model, mut state) =
-        checkpoint::resume_or_start(inputs.out, resume, model, &mut opt, cfg.seed, device)?;
-    let aux_coef = cfg
-        .router_aux_loss_coef
-        .unwrap_or(model.config.router_aux_loss_coef);
+    let mut learners = starts
+        .into_iter()
+        .map(|(role, start, out)| {
+            Learner::new(role, start, out, cfg, inputs.tokenizer_dir, resume, device)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if let [tool, reply] = &learners[..] {
+        anyhow::ensure!(
+            tool.state.step == reply.state.step,
+            "{} is at step {} but {} at step {}: delete the newer checkpoint to resume from the older",
+            tool.out.display(),
+            tool.state.step,
+            reply.out.display(),
+            reply.state.step
+        );
+    }
     let pad = inputs
         .views
         .tokenizer()
         .token_to_id("<|endoftext|>")
         .unwrap_or(inputs.views.end_of_turn());
     let metrics_path = inputs.out.join("metrics.jsonl");
-    let mut log = metrics::Log::open(&metrics_path, state.metrics_lines)?;
-    let saves = checkpoint::Schedule {
-        out: inputs.out,
-        tokenizer_dir: inputs.tokenizer_dir,
-        save_steps: cfg.save_steps,
-        max_steps: cfg.max_steps,
-    };
+    let mut log = metrics::Log::open(&metrics_path, learners[0].state.metrics_lines)?;
     let rollouts = inputs.out.join("rollouts");
     std::fs::create_dir_all(&rollouts)
         .with_context(|| format!("creating {}", rollouts.display()))?;
-    let generator = crate::model::generation::generate::TextGenerator::new(
-        model.valid(),
-        inputs.views.tokenizer().clone(),
-        Some(crate::chat::ChatTemplate::from_model_dir(
-            inputs.tokenizer_dir,
-        )?),
-    )?;
-    let mut options = crate::policy::local::LocalOptions::default();
-    options.sampling.temperature = 1.0;
-    options.sampling.max_tokens = cfg.loss.max_completion_length;
-    let policy = LocalPolicy::new(generator, "grpo-policy", options)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(inputs.concurrency.max(1))
         .build()?;
-    let pb = step_progress(cfg.max_steps, state.step);
-    while state.step < cfg.max_steps {
+    let two_agent = learners.len() == 2;
+    let pb = step_progress(cfg.max_steps, learners[0].state.step);
+    while learners[0].state.step < cfg.max_steps {
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        let step = state.step;
+        let step = learners[0].state.step;
         let clock = Instant::now();
-        policy.set_model(model.valid())?;
+        for l in &learners {
+            l.policy.set_model(l.model.valid())?;
+        }
         let picks = draws(
             cfg.seed,
             step,
@@ -206,8 +230,19 @@ where
             seed: cfg.seed ^ (step as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
             ..*inputs.env
         };
+        let samplers: Vec<&LocalPolicy<B::InnerBackend>> =
+            learners.iter().map(|l| &l.policy).collect();
+        let sampler = |seed: u64| -> Box<dyn Policy> {
+            match &samplers[..] {
+                [tool, reply] => Box::new(TwoAgent::new(
+                    tool.sibling(seed),
+                    reply.sibling(Rng::derive(seed, "reply").next_u64()),
+                )),
+                _ => Box::new(samplers[0].sibling(seed)),
+            }
+        };
         let groups = play_groups(
-            &policy,
+            &sampler,
             inputs.agents,
             inputs.tasks,
             &picks,
@@ -231,75 +266,72 @@ where
         let tool_adv = group_advantages(&groups, &TOOL_REWARDS, &cfg.tool_advantage);
         let reply_adv = group_advantages(&groups, &REPLY_REWARDS, &cfg.reply_advantage);
         let episodes: Vec<&Trajectory> = groups.iter().flat_map(|g| &g.episodes).collect();
-        let (mut views, mut spans) = (Vec::new(), Vec::new());
-        let mut skipped: std::collections::BTreeMap<&str, usize> = Default::default();
-        for (e, t) in episodes.iter().enumerate() {
-            match inputs.views.build(t) {
-                Ok(v) => {
-                    spans.extend(spans_of(views.len(), &v, |kind| match kind {
-                        SegmentKind::ToolCall => tool_adv.values[e],
-                        _ => reply_adv.values[e],
-                    }));
-                    views.push(v);
-                }
-                Err(why) => *skipped.entry(why.reason()).or_default() += 1,
-            }
-        }
+        let Completions {
+            views,
+            spans,
+            viewed,
+            skipped,
+        } = completions(
+            &episodes,
+            inputs.views,
+            [&tool_adv.values, &reply_adv.values],
+            two_agent,
+        );
 
         let clock = Instant::now();
-        let (old, entropy) = logprobs(&model.valid(), &views, pad, cfg.batch_tokens, device)?;
-        let reference_lp = reference
-            .as_ref()
-            .map(|r| logprobs(r, &views, pad, cfg.batch_tokens, device))
-            .transpose()?
-            .map(|(lp, _)| lp);
-        let opd = teacher
+        let teacher_lp = teacher
             .as_ref()
             .filter(|_| cfg.kl_penalty.kl_penalty_coef != 0.0)
             .map(|t| logprobs(t, &views, pad, cfg.batch_tokens, device))
             .transpose()?
-            .map(|(teacher_lp, _)| opd_term(&old, &teacher_lp, &cfg.kl_penalty));
-        let scoring_s = clock.elapsed().as_secs_f64();
-
-        let clock = Instant::now();
-        let lr = cosine_with_warmup(cfg.learning_rate, step, cfg.warmup_steps, cfg.max_steps);
-        let batch = Batch {
+            .map(|(lp, _)| lp);
+        let sampler_lp: Option<Vec<Vec<Option<f64>>>> = cfg.tis_imp_ratio_cap.map(|_| {
+            views
+                .iter()
+                .zip(&viewed)
+                .map(|(v, t)| sampler_logprobs(v, t, inputs.views.tokenizer()))
+                .collect()
+        });
+        let (mut scoring_s, mut update_s) = (clock.elapsed().as_secs_f64(), 0.0);
+        let data = StepData {
             views: &views,
-            spans: &spans,
-            old: &old,
-            reference: reference_lp.as_deref(),
-            token_advantages: opd.as_ref().map(|(term, _)| term.as_slice()),
-        };
-        let settings = UpdateConfig {
-            loss: &cfg.loss,
-            num_iterations: cfg.num_iterations,
-            learning_rate: lr,
-            max_grad_norm: cfg.max_grad_norm,
-            batch_tokens: cfg.batch_tokens,
-            aux_coef,
+            teacher: teacher_lp.as_deref(),
+            sampler: sampler_lp.as_deref(),
+            learning_rate: cosine_with_warmup(
+                cfg.learning_rate,
+                step,
+                cfg.warmup_steps,
+                cfg.max_steps,
+            ),
             pad,
         };
-        let (updated, loss, grad_norm) = update(model, &mut opt, &batch, &settings, device)?;
-        model = updated;
-        let update_s = clock.elapsed().as_secs_f64();
-        state.step += 1;
-        state.tokens += views.iter().map(|v| v.len() as u64).sum::<u64>();
-
         let mut record = json!({
-            "step": state.step, "learning_rate": lr, "loss": loss.loss, "grad_norm": grad_norm,
-            "kl": loss.kl, "entropy": mean(&entropy),
-            "clip_ratio/low_mean": loss.clip_ratio_low, "clip_ratio/high_mean": loss.clip_ratio_high,
-            "clip_ratio/region_mean": loss.clip_ratio_region,
+            "step": step + 1, "learning_rate": data.learning_rate,
             "frac_reward_zero_std/tool": tool_adv.frac_reward_zero_std,
             "frac_reward_zero_std/reply": reply_adv.frac_reward_zero_std,
             "reward_std/tool": tool_adv.reward_std, "reward_std/reply": reply_adv.reward_std,
-            "completions/mean_length": loss.tokens as f64 / spans.len().max(1) as f64,
-            "completions": spans.len(), "episodes": episodes.len(), "skipped_views": skipped,
+            "episodes": episodes.len(), "skipped_views": skipped,
             "rollout_errors": errors.len(),
             "right_tool": mean(&episodes.iter().filter_map(|t| right_tool(t)).map(|r| f64::from(u8::from(r))).collect::<Vec<_>>()),
-            "time/rollout_s": rollout_s, "time/scoring_s": scoring_s, "time/update_s": update_s,
         });
         let obj = record.as_object_mut().expect("a json object");
+        let mut updated = Vec::with_capacity(learners.len());
+        for learner in learners {
+            let own: Vec<Span> = spans
+                .iter()
+                .filter(|(side, _)| learner.role.is_none_or(|r| r == *side))
+                .map(|(_, s)| *s)
+                .collect();
+            let (learner, learned) = learner.learn(&own, &data, cfg, device)?;
+            obj.extend(learned.metrics);
+            scoring_s += learned.scoring_s;
+            update_s += learned.update_s;
+            updated.push(learner);
+        }
+        learners = updated;
+        obj.insert("time/rollout_s".into(), json!(rollout_s));
+        obj.insert("time/scoring_s".into(), json!(scoring_s));
+        obj.insert("time/update_s".into(), json!(update_s));
         for name in TOOL_REWARDS.iter().chain(&REPLY_REWARDS) {
             let values: Vec<f64> = episodes
                 .iter()
@@ -323,52 +355,70 @@ where
             })
             .collect();
         obj.insert("reward".into(), json!(mean(&total)));
-        if let Some((term, reverse_kl)) = &opd {
-            obj.insert("opd/reverse_kl".into(), json!(reverse_kl));
-            let flat: Vec<f64> = term.iter().flatten().copied().collect();
-            obj.insert("opd/advantage_mean".into(), json!(mean(&flat)));
-        }
         log.write(&record)?;
         // One file per step: a resumed run rewrites the steps it replays instead of appending twice.
         let mut w = JsonlWriter::create(
             &rollouts
-                .join(format!("step-{:06}.jsonl", state.step))
+                .join(format!("step-{:06}.jsonl", step + 1))
                 .to_string_lossy(),
         )?;
         for t in &episodes {
             w.write(*t)?;
         }
         w.finish()?;
-        pb.set_position(state.step as u64);
+        pb.set_position((step + 1) as u64);
         pb.set_message(format!(
             "reward {} right tool {}",
             fmt(&record["reward"]),
             fmt(&record["right_tool"])
         ));
-        saves.after_step(&model, &opt, &mut state, &log)?;
+        for l in &mut learners {
+            schedule(cfg, inputs, &l.out).after_step(&l.model, &l.opt, &mut l.state, &log)?;
+        }
     }
     pb.finish_and_clear();
-    let ckpt = saves.last(&model, &opt, &mut state, &log)?;
-    metrics::plot(
-        &metrics_path,
-        &inputs.out.join("reward.svg"),
-        &[
-            ("reward", "reward"),
-            ("right tool", "right_tool"),
-            ("tool rationality", "rewards/tool_rationality/mean"),
-            ("skill selection", "rewards/skill_selection/mean"),
-            ("accuracy", "rewards/accuracy/mean"),
-            ("effectiveness", "rewards/effectiveness/mean"),
-            ("kl", "kl"),
-            ("clip ratio", "clip_ratio/region_mean"),
-        ],
-    )?;
-    Ok(ckpt)
+    let mut last = Vec::with_capacity(learners.len());
+    for l in &mut learners {
+        last.push(schedule(cfg, inputs, &l.out).last(&l.model, &l.opt, &mut l.state, &log)?);
+    }
+    let mut curves: Vec<(String, String)> = [
+        ("reward", "reward"),
+        ("right tool", "right_tool"),
+        ("tool rationality", "rewards/tool_rationality/mean"),
+        ("skill selection", "rewards/skill_selection/mean"),
+        ("accuracy", "rewards/accuracy/mean"),
+        ("effectiveness", "rewards/effectiveness/mean"),
+    ]
+    .map(|(label, key)| (label.to_string(), key.to_string()))
+    .into();
+    for l in &learners {
+        let p = l.prefix();
+        curves.push((format!("{p}kl"), format!("{p}kl")));
+        curves.push((
+            format!("{p}clip ratio"),
+            format!("{p}clip_ratio/region_mean"),
+        ));
+    }
+    let curves: Vec<(&str, &str)> = curves
+        .iter()
+        .map(|(l, k)| (l.as_str(), k.as_str()))
+        .collect();
+    metrics::plot(&metrics_path, &inputs.out.join("reward.svg"), &curves)?;
+    Ok(last)
 }
 
-/// The mean, `None` (null in the metrics) for no values.
-fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+/// The checkpoint schedule of the learner checkpointing into `out`.
+fn schedule<'a>(
+    cfg: &GrpoConfig,
+    inputs: &'a RunInputs<'_>,
+    out: &'a Path,
+) -> checkpoint::Schedule<'a> {
+    checkpoint::Schedule {
+        out,
+        tokenizer_dir: inputs.tokenizer_dir,
+        save_steps: cfg.save_steps,
+        max_steps: cfg.max_steps,
+    }
 }
 
 fn fmt(v: &Value) -> String {

@@ -14,10 +14,12 @@ use crate::train::trainer::{micro_batch_loss, score_views, step_gradients};
 use crate::train::view::{SegmentKind, TrainingView};
 
 /// One completion (a policy turn) of a view: its trained tokens `first..first + len`, counted in the
-/// order the view's trained tokens are scored, its kind and its advantage.
+/// order the view's trained tokens are scored, the record's message it renders, its kind and its
+/// advantage.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Span {
     pub view: usize,
+    pub message: usize,
     pub first: usize,
     pub len: usize,
     pub kind: SegmentKind,
@@ -41,6 +43,7 @@ pub fn spans_of(
             let len = trained[first..].iter().take_while(|&&t| t < s.end).count();
             Some(Span {
                 view: view_index,
+                message: s.message,
                 first,
                 len,
                 kind: s.kind,
@@ -87,13 +90,15 @@ pub struct UpdateConfig<'a> {
 
 /// The completions an update trains on: the views, their spans, the sampling policy's log-probs
 /// (`old`), for a KL term the reference's, and per-token advantages added to the spans' (OPD's
-/// reverse-KL term), all per view in score order.
+/// reverse-KL term), all per view in score order; and truncated importance weights against the
+/// sampler (TIS), one list per span.
 pub struct Batch<'a> {
     pub views: &'a [TrainingView],
     pub spans: &'a [Span],
     pub old: &'a [Vec<f64>],
     pub reference: Option<&'a [Vec<f64>]>,
     pub token_advantages: Option<&'a [Vec<f64>]>,
+    pub tis_weights: Option<&'a [Vec<f64>]>,
 }
 
 /// Runs the `num_iterations` optimizer steps of one RL step; returns the model, the last iteration's
@@ -105,6 +110,9 @@ pub fn update<B: AutodiffBackend>(
     cfg: &UpdateConfig<'_>,
     device: &B::Device,
 ) -> Result<(CausalLm<B>, PolicyLoss, f64)> {
+    if let Some(w) = batch.tis_weights {
+        assert_eq!(w.len(), batch.spans.len(), "TIS weights per span");
+    }
     let mut last = None;
     for iteration in 0..cfg.num_iterations.max(1) {
         let current = if iteration == 0 {
@@ -122,7 +130,8 @@ pub fn update<B: AutodiffBackend>(
         let completions: Vec<Completion> = batch
             .spans
             .iter()
-            .map(|s| {
+            .enumerate()
+            .map(|(i, s)| {
                 let range = s.first..s.first + s.len;
                 Completion {
                     logp: &current[s.view][range.clone()],
@@ -130,6 +139,7 @@ pub fn update<B: AutodiffBackend>(
                     ref_logp: batch.reference.map(|r| &r[s.view][range.clone()]),
                     advantage: s.advantage,
                     token_advantages: batch.token_advantages.map(|a| &a[s.view][range]),
+                    tis_weights: batch.tis_weights.map(|w| w[i].as_slice()),
                 }
             })
             .collect();
@@ -246,5 +256,7 @@ mod tests {
             ]
         );
         assert!(spans.iter().all(|s| s.view == 7));
+        let messages: Vec<usize> = spans.iter().map(|s| s.message).collect();
+        assert_eq!(messages, [1, 4, 6]);
     }
 }
