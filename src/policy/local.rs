@@ -8,6 +8,7 @@ use super::{Conversation, Policy};
 use crate::chat::{parse_assistant_output, ToolCallFormat};
 use crate::model::generation::generate::TextGenerator;
 use crate::model::generation::sampling::SamplingParams;
+use crate::model::WeightDtype;
 use crate::record::{FunctionCall, Message, Role, ToolCall};
 use crate::rng::Rng;
 use anyhow::{anyhow, Context, Result};
@@ -25,6 +26,8 @@ pub struct LocalOptions {
     /// Sampling of each reply. `seed` is the base seed: each reply draws from a stream derived
     /// from it and the rendered prompt, so a rerun reproduces every episode.
     pub sampling: SamplingParams,
+    /// Storage of the projection weights ([`LocalPolicy::load`]).
+    pub dtype: WeightDtype,
 }
 
 impl Default for LocalOptions {
@@ -36,6 +39,7 @@ impl Default for LocalOptions {
                 max_tokens: 512,
                 ..SamplingParams::default()
             },
+            dtype: WeightDtype::F32,
         }
     }
 }
@@ -53,7 +57,7 @@ impl LocalPolicy<NdArray<f32>> {
     /// Loads `dir` (weights, `tokenizer.json`, `tokenizer_config.json` with the chat template)
     /// on the CPU.
     pub fn load(dir: &Path, options: LocalOptions) -> Result<Self> {
-        let generator = TextGenerator::load(dir, &Default::default())
+        let generator = TextGenerator::load_as(dir, options.dtype, &Default::default())
             .with_context(|| format!("loading the local policy from {}", dir.display()))?;
         Self::new(generator, &format!("local:{}", dir.display()), options)
     }
