@@ -121,13 +121,18 @@ fn a_reduced_model_follows_the_f32_model_in_less_memory() -> Result<()> {
     let f32_model = CausalLm::<B>::init(&cfg, 1, &dev)?;
     let prompt: Vec<u32> = (0..40).map(|i| (i * 7919 + 13) % 4096).collect();
     let full = logits(&f32_model, &prompt);
-    // Tolerances, measured with margin on this model (see docs/serving-performance.md).
-    for (dtype, tolerance, body_ratio) in [
-        (WeightDtype::Bf16, 2e-3, 0.55),
-        (WeightDtype::Int8, 5e-3, 0.30),
+    // This model's logits reach about 0.75. Measured: bf16 moves a position's logits by at most
+    // 0.0012–0.0017, int8 by 0.004–0.011 — except where the rounding flips a near-tie of an MoE
+    // router (another expert runs), which moves that position by ~0.05: 1 of 40 prompt positions
+    // with bf16, 2 with int8. So `typical` bounds 9 positions in 10 and FLIP every one.
+    const FLIP: f32 = 0.1;
+    for (dtype, typical, body_ratio) in [
+        (WeightDtype::Bf16, 2.5e-3, 0.55),
+        (WeightDtype::Int8, 1e-2, 0.30),
     ] {
         let reduced = CausalLm::<B>::init_as(&cfg, 1, dtype, &dev)?;
-        // The projections shrink to about a half (bf16) or a quarter (int8, plus its scales).
+        // The projections shrink to about a half (bf16) or a quarter (int8, plus its scales):
+        // measured 0.504 and 0.271 of the f32 bytes without the embedding.
         let ratio = body_bytes(&reduced) / body_bytes(&f32_model);
         assert!(
             ratio <= body_ratio,
@@ -135,15 +140,27 @@ fn a_reduced_model_follows_the_f32_model_in_less_memory() -> Result<()> {
         );
         // The whole prompt's logits (the many-rows product, through gemm panels).
         let got = logits(&reduced, &prompt);
-        let diff = max_abs_diff(&got, &full);
+        let v = cfg.vocab_size;
+        let mut moved: Vec<f32> = got
+            .chunks(v)
+            .zip(full.chunks(v))
+            .map(|(a, b)| max_abs_diff(a, b))
+            .collect();
+        moved.sort_by(f32::total_cmp);
+        let ninth_decile = moved[moved.len() * 9 / 10 - 1];
+        assert!(moved[0] > 0.0, "{dtype:?}: the weights were not rounded");
+        assert!(ninth_decile < typical, "{dtype:?} prefill: {moved:?}");
         assert!(
-            diff > 0.0 && diff < tolerance,
-            "{dtype:?} prefill: max |Δ| {diff}"
+            moved[moved.len() - 1] < FLIP,
+            "{dtype:?} prefill: {moved:?}"
         );
-        // Decoding (the few-rows dot products), teacher-forced on the f32 model's greedy output.
+        // Decoding (the few-rows dot products), teacher-forced on the f32 model's greedy output:
+        // measured 63 (bf16) and 64 (int8) of 64 tokens the same.
         let a = agreement(&f32_model, &reduced, &prompt, 64)?;
-        assert!(a.max_abs_diff < tolerance, "{dtype:?} decode: {a:?}");
-        assert!(a.rate() >= 0.9, "{dtype:?} greedy agreement: {a:?}");
+        assert!(
+            a.rate() >= 0.9 && a.max_abs_diff < FLIP,
+            "{dtype:?} decode: {a:?}"
+        );
         // Exported, a reduced model is the f32 model of its rounded values.
         let tmp = tempfile::tempdir()?;
         save(&reduced, tmp.path(), SaveOptions::default())?;
