@@ -11,7 +11,9 @@
 //! `HAT_BENCH_PROMPT` (default 128) and `HAT_BENCH_DECODE` (default 64) set the prompt length
 //! and the number of decoded tokens, `HAT_BENCH_DECODE_BATCH` (default 4) the rows of the batched
 //! decode, `HAT_BENCH_DTYPES` (default `f32,bf16,int8`) the weight types measured,
-//! `HAT_BENCH_AGREE` (default 256) the tokens of the comparison with f32.
+//! `HAT_BENCH_AGREE` (default 256) the tokens of the comparison with f32. `HAT_BENCH_CHECKPOINT=DIR`
+//! measures that checkpoint instead of the random presets: random weights say little about what
+//! rounding costs a trained model (a random `small` is chaotic: rounding flips most greedy tokens).
 
 use burn::backend::NdArray;
 use clap::ValueEnum;
@@ -104,12 +106,27 @@ fn main() {
          reduced dtypes against f32 over {agree} greedy tokens (teacher-forced)"
     );
     let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-    for name in ["tiny", "small"] {
-        let cfg = preset(name, None).expect("preset");
+    let checkpoint = std::env::var_os("HAT_BENCH_CHECKPOINT").map(PathBuf::from);
+    let names: Vec<String> = match &checkpoint {
+        Some(dir) => vec![dir.display().to_string()],
+        None => vec!["tiny".into(), "small".into()],
+    };
+    for name in &names {
         let dev = Default::default();
-        let f32_model = CausalLm::<B>::init(&cfg, 0, &dev).expect("init");
+        // The same f32 values in every dtype, rounded for bf16 and int8.
+        let build = |dtype| match &checkpoint {
+            Some(dir) => CausalLm::<B>::load_as(dir, dtype, &dev).unwrap_or_else(|e| {
+                eprintln!("HAT_BENCH_CHECKPOINT: {e:#}");
+                std::process::exit(2)
+            }),
+            None => {
+                let cfg = preset(name, None).expect("preset");
+                CausalLm::<B>::init_as(&cfg, 0, dtype, &dev).expect("init")
+            }
+        };
+        let f32_model = build(WeightDtype::F32);
         let dir = root.join(name);
-        if !dir.join("config.json").exists() {
+        if checkpoint.is_none() && !dir.join("config.json").exists() {
             // Fused experts: the layout transformers' Qwen3.5 MoE class loads directly.
             let opts = SaveOptions {
                 expert_layout: ExpertLayout::Fused,
@@ -119,12 +136,11 @@ fn main() {
         }
         let mut f32_figures = None;
         for &dtype in &dtypes {
-            // The same random f32 values, rounded (`init_as` draws them first).
             let reduced;
             let m = match dtype {
                 WeightDtype::F32 => &f32_model,
                 _ => {
-                    reduced = CausalLm::<B>::init_as(&cfg, 0, dtype, &dev).expect("init");
+                    reduced = build(dtype);
                     &reduced
                 }
             };
@@ -151,7 +167,9 @@ fn main() {
                 f32_figures = Some(ours);
             }
         }
-        let Some(ours) = f32_figures else { continue };
+        let (Some(ours), None) = (f32_figures, &checkpoint) else {
+            continue;
+        };
         match reference(&dir, prompt_len, decode) {
             Some(t) => println!(
                 "{name:>5}: transformers prefill {:>9.1} tok/s | decode {:>7.1} tok/s  =>  f32 ratio prefill {:.2}x, decode {:.2}x",

@@ -65,13 +65,14 @@ fn round_trip_error_is_bounded_per_row() {
 
 #[test]
 fn both_products_equal_the_dequantised_product() {
-    // Few rows (dot products) and many rows (gemm panels); channel counts that leave a short last
-    // band or panel, inner sizes with a vector tail, products on both sides of the thread split.
-    for (n, k) in [(5, 7), (40, 77), (300, 512), (1000, 33)] {
+    // Few rows (dot products, up to 16) and many rows (gemm panels); channel counts that leave a
+    // short last band, an inner size that splits the weight into two panels (40 × 8000), inner
+    // sizes with a vector tail, products on both sides of the thread split.
+    for (n, k) in [(5, 7), (40, 77), (300, 512), (1000, 33), (40, 8000)] {
         let w = matrix(n, k);
         for reduced in [ReducedMatrix::int8(&w, n, k), ReducedMatrix::bf16(&w, n, k)] {
             let wd = reduced.dequantised();
-            for m in [1, 3, 8, 9, 40] {
+            for m in [1, 3, 16, 17, 40] {
                 let x: Vec<f32> = (0..m * k).map(|i| ((i % 13) as f32 - 6.0) / 7.0).collect();
                 let got = reduced.matmul(ArrayView2::from_shape((m, k), &x).unwrap());
                 assert_eq!(got.dim(), (m, n));

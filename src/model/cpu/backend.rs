@@ -288,7 +288,7 @@ fn from_array<B: Backend, const D: usize>(array: ArcArray<f32, IxDyn>) -> Tensor
 
 /// A product of at most this many rows reads its weight more than it computes (a decode step, an
 /// MoE expert's share of one): gemm runs it on one thread, at the bandwidth of one core.
-pub(super) const FEW_ROWS: usize = 8;
+const FEW_ROWS: usize = 8;
 /// Products of at least this many multiply-adds are split over the spinning helpers of
 /// [`spin_team`]; below it the product takes a few microseconds, about what starting them costs.
 pub(super) const SPLIT_MIN_WORK: usize = 1 << 15;

@@ -13,14 +13,18 @@
 //!   multiplied by gemm ([`gemm_into`]), which is compute-bound there; widening costs one pass
 //!   over the weight per product, not one per row.
 
-use super::backend::{gemm_into, FEW_ROWS, SPLIT_MIN_WORK};
+use super::backend::{gemm_into, SPLIT_MIN_WORK};
 use super::spin_team;
 use half::bf16;
 use ndarray::{s, Array2, ArrayView2};
 use std::ops::Range;
 
-/// f32 values per widened panel of the many-rows product: 256 KB, about an L2 cache.
-const PANEL_VALUES: usize = 1 << 16;
+/// Products of at most this many activation rows take the dot products: widening a panel costs
+/// about as much as a gemm of ~16 rows over it (measured on 2 cores, `small`'s shapes).
+const DOT_ROWS: usize = 16;
+/// f32 values per widened panel of the many-rows product (1 MB): the whole of most of `small`'s
+/// weights, so that a product starts the helper threads once or a few times, not once per panel.
+const PANEL_VALUES: usize = 1 << 18;
 
 #[derive(Clone)]
 enum Values {
@@ -107,7 +111,7 @@ impl ReducedMatrix {
             return Array2::zeros((m, self.rows));
         }
         let x = x.as_standard_layout();
-        if m <= FEW_ROWS {
+        if m <= DOT_ROWS {
             self.few_rows(x.as_slice().expect("standard layout"), m)
         } else {
             self.many_rows(x.view())
@@ -254,6 +258,8 @@ fn dot<T: Stored>(x: &[f32], w: &[T]) -> f32 {
     let mut acc = [0f32; LANES];
     let (mut xs, mut ws) = (x.chunks_exact(LANES), w.chunks_exact(LANES));
     for (a, b) in (&mut xs).zip(&mut ws) {
+        let a: &[f32; LANES] = a.try_into().expect("a whole chunk");
+        let b: &[T; LANES] = b.try_into().expect("a whole chunk");
         for i in 0..LANES {
             acc[i] += a[i] * b[i].widen();
         }
@@ -264,5 +270,14 @@ fn dot<T: Stored>(x: &[f32], w: &[T]) -> f32 {
         .zip(ws.remainder())
         .map(|(a, b)| a * b.widen())
         .sum();
-    acc.iter().sum::<f32>() + tail
+    // Halving, so that the sum of the lanes vectorises too (a running sum of 32 lanes was most
+    // of a dot over a 192-long row).
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for i in 0..width {
+            acc[i] += acc[i + width];
+        }
+    }
+    acc[0] + tail
 }
