@@ -178,8 +178,7 @@ fn reduced_weights_are_refused_for_training() {
     for dtype in [WeightDtype::Bf16, WeightDtype::Int8] {
         let dev = Default::default();
         let err = CausalLm::<Autodiff<B>>::init_as(&cfg, 0, dtype, &dev)
-            .err()
-            .expect("an autodiff model cannot hold reduced weights");
+            .expect_err("an autodiff model cannot hold reduced weights");
         assert!(err.to_string().contains("need f32"), "{err}");
     }
 }

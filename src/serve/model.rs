@@ -262,7 +262,7 @@ mod tests {
     type M = BurnModel<NdArray<f32>>;
 
     fn tiny() -> M {
-        M::random("tiny", 300, 7, Default::default()).unwrap()
+        M::random("tiny", 300, 7, WeightDtype::F32, Default::default()).unwrap()
     }
 
     fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

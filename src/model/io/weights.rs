@@ -158,8 +158,8 @@ pub fn exact_linear<B: Backend>(
     std: f64,
     device: &B::Device,
 ) -> Result<Linear<B>> {
-    let f32 = WeightDtype::F32;
-    linear_stored(src, prefix, [d_in, d_out], false, std, f32, device)
+    let dtype = WeightDtype::F32;
+    linear_stored(src, prefix, [d_in, d_out], false, std, dtype, device)
 }
 
 fn linear_stored<B: Backend>(
