@@ -100,8 +100,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 2, requires = "mtp")]
     pub mtp_draft_tokens: usize,
     /// Storage of the projection weights: bf16 halves and int8 (per-channel scales) quarters
-    /// their bytes, for faster CPU decoding at a small accuracy cost (docs/serving-performance.md).
-    /// CPU backend only.
+    /// their bytes, and so the bytes a decode step reads, at a small accuracy cost
+    /// (docs/serving-performance.md). CPU backend only.
     #[arg(long, value_enum, default_value_t = WeightDtype::F32)]
     pub dtype: WeightDtype,
 }
