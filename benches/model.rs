@@ -1,5 +1,7 @@
-//! CPU prefill and decode throughput of the `tiny` and `small` presets (random weights), and the
-//! ratio to transformers' eager CPU forward on the same weights.
+//! CPU prefill and decode throughput of the `tiny` and `small` presets (random weights) with f32,
+//! bf16 and int8 projection weights (`--dtype`), what the reduced ones cost against f32 (largest
+//! logit difference and greedy agreement, teacher-forced, over `HAT_BENCH_AGREE` decoded tokens),
+//! and the f32 ratio to transformers' eager CPU forward on the same weights.
 //!
 //! Each preset's checkpoint is written to `target/bench-model/<preset>/`; then
 //! `python3 scripts/bench_transformers.py` measures transformers on it and writes
@@ -8,12 +10,17 @@
 //!
 //! `HAT_BENCH_PROMPT` (default 128) and `HAT_BENCH_DECODE` (default 64) set the prompt length
 //! and the number of decoded tokens, `HAT_BENCH_DECODE_BATCH` (default 4) the rows of the batched
-//! decode.
+//! decode, `HAT_BENCH_DTYPES` (default `f32,bf16,int8`) the weight types measured,
+//! `HAT_BENCH_AGREE` (default 256) the tokens of the comparison with f32. `HAT_BENCH_CHECKPOINT=DIR`
+//! measures that checkpoint instead of the random presets: random weights say little about what
+//! rounding costs a trained model (a random `small` is chaotic: rounding flips most greedy tokens).
 
 use burn::backend::NdArray;
+use clap::ValueEnum;
+use hat::model::generation::agreement::agreement;
 use hat::model::io::checkpoint::{save, ExpertLayout, SaveOptions};
 use hat::model::presets::preset;
-use hat::model::CausalLm;
+use hat::model::{CausalLm, WeightDtype};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -27,12 +34,16 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The bench's prompt: `len` tokens spread over the vocabulary.
+fn prompt(m: &CausalLm<B>, len: usize) -> Vec<u32> {
+    let v = m.config.vocab_size as u32;
+    (0..len as u32).map(|i| (i * 7919 + 13) % v).collect()
+}
+
 /// The figures both this bench and the transformers script report, in tokens/s.
 fn measure(m: &CausalLm<B>, prompt_len: usize, decode: usize, batch: usize) -> Value {
     let v = m.config.vocab_size as u32;
-    let prompt: Vec<u32> = (0..prompt_len as u32)
-        .map(|i| (i * 7919 + 13) % v)
-        .collect();
+    let prompt = prompt(m, prompt_len);
     // Warm-up (allocator, thread pool).
     m.prefill(&prompt[..8], &mut m.new_cache())
         .expect("warm-up");
@@ -77,34 +88,91 @@ fn main() {
     let prompt_len = env_usize("HAT_BENCH_PROMPT", 128);
     let decode = env_usize("HAT_BENCH_DECODE", 64);
     let batch = env_usize("HAT_BENCH_DECODE_BATCH", 4).max(1);
+    let agree = env_usize("HAT_BENCH_AGREE", 256).max(1);
+    let dtypes: Vec<WeightDtype> = std::env::var("HAT_BENCH_DTYPES")
+        .unwrap_or_else(|_| "f32,bf16,int8".into())
+        .split(',')
+        .map(|d| {
+            WeightDtype::from_str(d.trim(), true).unwrap_or_else(|_| {
+                eprintln!("HAT_BENCH_DTYPES: unknown {d:?}; choose from f32, bf16, int8");
+                std::process::exit(2)
+            })
+        })
+        .collect();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-model");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "model bench: prompt {prompt_len} tokens, {decode} decode steps, CPU NdArray f32, {threads} threads"
+        "model bench: prompt {prompt_len} tokens, {decode} decode steps, CPU NdArray, {threads} threads; \
+         reduced dtypes against f32 over {agree} greedy tokens (teacher-forced)"
     );
-    for name in ["tiny", "small"] {
-        let cfg = preset(name, None).expect("preset");
-        let m = CausalLm::<B>::init(&cfg, 0, &Default::default()).expect("init");
+    let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    let checkpoint = std::env::var_os("HAT_BENCH_CHECKPOINT").map(PathBuf::from);
+    let names: Vec<String> = match &checkpoint {
+        Some(dir) => vec![dir.display().to_string()],
+        None => vec!["tiny".into(), "small".into()],
+    };
+    for name in &names {
+        let dev = Default::default();
+        // The same f32 values in every dtype, rounded for bf16 and int8.
+        let build = |dtype| match &checkpoint {
+            Some(dir) => CausalLm::<B>::load_as(dir, dtype, &dev).unwrap_or_else(|e| {
+                eprintln!("HAT_BENCH_CHECKPOINT: {e:#}");
+                std::process::exit(2)
+            }),
+            None => {
+                let cfg = preset(name, None).expect("preset");
+                CausalLm::<B>::init_as(&cfg, 0, dtype, &dev).expect("init")
+            }
+        };
+        let f32_model = build(WeightDtype::F32);
         let dir = root.join(name);
-        if !dir.join("config.json").exists() {
+        if checkpoint.is_none() && !dir.join("config.json").exists() {
             // Fused experts: the layout transformers' Qwen3.5 MoE class loads directly.
             let opts = SaveOptions {
                 expert_layout: ExpertLayout::Fused,
                 ..SaveOptions::default()
             };
-            save(&m, &dir, opts).expect("writing the bench checkpoint");
+            save(&f32_model, &dir, opts).expect("writing the bench checkpoint");
         }
-        let ours = measure(&m, prompt_len, decode, batch);
-        let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-        println!(
-            "{name:>5}: prefill {:>9.1} tok/s | decode {:>7.1} tok/s | decode x{batch} {:>7.1} tok/s",
-            f(&ours, "prefill_tokens_per_s"),
-            f(&ours, "decode_tokens_per_s"),
-            f(&ours, "decode_batch_tokens_per_s"),
-        );
+        let mut f32_figures = None;
+        for &dtype in &dtypes {
+            let reduced;
+            let m = match dtype {
+                WeightDtype::F32 => &f32_model,
+                _ => {
+                    reduced = build(dtype);
+                    &reduced
+                }
+            };
+            let ours = measure(m, prompt_len, decode, batch);
+            let error = match dtype {
+                WeightDtype::F32 => String::new(),
+                _ => {
+                    let a = agreement(&f32_model, m, &prompt(m, 16), agree).expect("agreement");
+                    format!(
+                        " | vs f32: max |dlogit| {:.2e} (max |logit| {:.2}), greedy {}/{}",
+                        a.max_abs_diff, a.max_abs_logit, a.same_argmax, a.positions
+                    )
+                }
+            };
+            println!(
+                "{name:>5} {:>4}: prefill {:>9.1} tok/s | decode {:>7.1} tok/s | decode x{batch} {:>7.1} tok/s | weights {:>6.1} MB{error}",
+                dtype.name(),
+                f(&ours, "prefill_tokens_per_s"),
+                f(&ours, "decode_tokens_per_s"),
+                f(&ours, "decode_batch_tokens_per_s"),
+                m.weight_bytes() as f64 / 1e6,
+            );
+            if dtype == WeightDtype::F32 {
+                f32_figures = Some(ours);
+            }
+        }
+        let (Some(ours), None) = (f32_figures, &checkpoint) else {
+            continue;
+        };
         match reference(&dir, prompt_len, decode) {
             Some(t) => println!(
-                "{name:>5}: transformers prefill {:>9.1} tok/s | decode {:>7.1} tok/s  =>  ratio prefill {:.2}x, decode {:.2}x",
+                "{name:>5}: transformers prefill {:>9.1} tok/s | decode {:>7.1} tok/s  =>  f32 ratio prefill {:.2}x, decode {:.2}x",
                 f(&t, "prefill_tokens_per_s"),
                 f(&t, "decode_tokens_per_s"),
                 f(&ours, "prefill_tokens_per_s") / f(&t, "prefill_tokens_per_s"),

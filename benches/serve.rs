@@ -49,6 +49,7 @@ fn main() {
             preset,
             tok.get_vocab_size(true),
             0,
+            hat::model::WeightDtype::F32,
             Default::default(),
         )
         .expect("model");

@@ -464,7 +464,8 @@ mod end_to_end {
         use hat::serve::model::BurnModel;
         use hat::serve::prompt_logprobs::ModelScorer;
         use hat::serve::{build_app, AppOptions};
-        let model = BurnModel::<NdArray<f32>>::load(dir, Default::default()).unwrap();
+        let dtype = hat::model::WeightDtype::F32;
+        let model = BurnModel::<NdArray<f32>>::load(dir, dtype, Default::default()).unwrap();
         let scorer = ModelScorer::new(model.model.clone(), Default::default());
         let options = AppOptions {
             model_name: "teacher".into(),

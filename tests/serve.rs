@@ -507,6 +507,7 @@ async fn completions_prompt_logprobs_match_the_models_own() {
         "tiny",
         tok.get_vocab_size(true),
         3,
+        hat::model::WeightDtype::F32,
         Default::default(),
     )
     .unwrap()

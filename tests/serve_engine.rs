@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use burn::backend::NdArray;
 use hat::model::generation::sampling::{argmax, SamplingParams};
-use hat::model::Cache;
+use hat::model::{Cache, WeightDtype};
 use hat::serve::batch::RunningBatch;
 use hat::serve::engine::{self, EngineConfig, Event, GenRequest, StepModel};
 use hat::serve::metrics::Metrics;
@@ -19,7 +19,7 @@ type B = NdArray<f32>;
 type M = BurnModel<B>;
 
 fn tiny(vocab: usize) -> M {
-    M::random("tiny", vocab, 7, Default::default())
+    M::random("tiny", vocab, 7, WeightDtype::F32, Default::default())
         .unwrap()
         .with_prefix_cache(0)
 }
@@ -182,7 +182,7 @@ fn run_alone(
 fn mtp_in_the_engine_changes_nothing_but_the_speed() {
     let tok = tokenizer();
     let vocab = tok.get_vocab_size(true);
-    let model = || M::random("tiny", vocab, 3, Default::default()).unwrap();
+    let model = || M::random("tiny", vocab, 3, WeightDtype::F32, Default::default()).unwrap();
     let prompt: Vec<u32> = (0..40u32).map(|i| (i * 13 + 7) % vocab as u32).collect();
     let sampled = SamplingParams {
         temperature: 1.0,
@@ -231,7 +231,16 @@ fn chunked_prefill_changes_no_output() {
     let vocab = tok.get_vocab_size(true) as u32;
     let short: Vec<u32> = (0..20u32).map(|i| (i * 13 + 7) % vocab).collect();
     let long: Vec<u32> = (0..1100u32).map(|i| (i * 31 + 3) % vocab).collect();
-    let model = || M::random("tiny", vocab as usize, 3, Default::default()).unwrap();
+    let model = || {
+        M::random(
+            "tiny",
+            vocab as usize,
+            3,
+            WeightDtype::F32,
+            Default::default(),
+        )
+        .unwrap()
+    };
     let (short_alone, _, _) = run_alone(model(), &tok, &short, SamplingParams::greedy(60));
     let (long_alone, _, _) = run_alone(model(), &tok, &long, SamplingParams::greedy(8));
 

@@ -16,6 +16,7 @@ use crate::harness::{Harness, SkillsMode};
 use crate::hsa::variant::load_harness;
 use crate::jsonl::JsonlArgs;
 use crate::model::generation::sampling::SamplingParams;
+use crate::model::WeightDtype;
 use crate::policy::local::{LocalOptions, LocalPolicy};
 use crate::policy::noise::{NoiseRates, Noisy};
 use crate::policy::openai::{ClientArgs, OpenAi};
@@ -91,6 +92,9 @@ pub struct PolicyArgs {
     /// Most tokens per reply of `--policy local`.
     #[arg(long, default_value_t = 512)]
     pub max_tokens: usize,
+    /// Storage of `--policy local`'s projection weights (bf16: half the bytes, int8: a quarter).
+    #[arg(long, value_enum, default_value_t = WeightDtype::F32)]
+    pub dtype: WeightDtype,
     /// OpenAI-compatible base URL (with /v1).
     #[arg(long, default_value = "http://localhost:8000/v1")]
     pub url: String,
@@ -140,6 +144,7 @@ impl PolicyArgs {
                         max_tokens: self.max_tokens,
                         ..SamplingParams::default()
                     },
+                    dtype: self.dtype,
                 };
                 Box::new(LocalPolicy::load(dir, options)?)
             }

@@ -248,6 +248,7 @@ fn server() -> SocketAddr {
                 "tiny",
                 tok.get_vocab_size(true),
                 3,
+                crate::model::WeightDtype::F32,
                 Default::default(),
             )
             .expect("the tiny preset builds");

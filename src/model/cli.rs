@@ -6,7 +6,7 @@ use super::generation::sampling::SamplingParams;
 use super::io::checkpoint::{self, SaveOptions};
 use super::io::inspect;
 use super::presets::{preset, PRESETS};
-use super::CausalLm;
+use super::{CausalLm, WeightDtype};
 use anyhow::{Context, Result};
 use burn::backend::NdArray;
 use clap::{Args, Subcommand};
@@ -88,6 +88,9 @@ pub struct GenerateArgs {
     /// Tokens drafted per round with --mtp.
     #[arg(long, default_value_t = 3, requires = "mtp")]
     pub draft_tokens: usize,
+    /// Storage of the projection weights (bf16: half the bytes, int8: a quarter; f32 activations).
+    #[arg(long, value_enum, default_value_t = WeightDtype::F32)]
+    pub dtype: WeightDtype,
 }
 
 pub fn run(cmd: &ModelCommand, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32> {
@@ -137,7 +140,7 @@ pub fn run(cmd: &ModelCommand, out: &mut dyn Write, err: &mut dyn Write) -> Resu
 }
 
 fn generate(a: &GenerateArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<()> {
-    let generator = TextGenerator::<NdArray<f32>>::load(&a.dir, &Default::default())?;
+    let generator = TextGenerator::<NdArray<f32>>::load_as(&a.dir, a.dtype, &Default::default())?;
     let prompt = if a.chat {
         generator.render_chat(&[json!({"role": "user", "content": a.prompt})], None)?
     } else {

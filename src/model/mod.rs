@@ -37,13 +37,18 @@ use cpu::backend::matmul_weight;
 use layers::linear::Linear;
 use std::path::Path;
 
+use burn::module::Param;
 pub use config::{Arch, LayerType, ModelConfig};
+use cpu::reduced::ReducedMatrix;
 pub use generation::cache::Cache;
-use io::weights::{self, param, visit_linear, HfLayout, HfVisitor, Init, RandomInit, WeightSource};
+use io::weights::{
+    self, param, visit_linear, HfLayout, HfVisitor, Init, RandomInit, StoredAs, WeightSource,
+};
 use layers::decoder::DecoderLayer;
 use layers::mtp::Mtp;
 use layers::norm::RmsNorm;
 use layers::rope::RopeTables;
+pub use layers::weight::WeightDtype;
 
 impl std::fmt::Display for ModelConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -140,12 +145,49 @@ impl<B: Backend> CausalLm<B> {
 
     /// A freshly initialised model (HF init rules), deterministic in `seed`.
     pub fn init(cfg: &ModelConfig, seed: u64, device: &B::Device) -> Result<Self> {
-        Self::from_source(cfg, &mut RandomInit::new(seed), device)
+        Self::init_as(cfg, seed, WeightDtype::F32, device)
+    }
+
+    /// [`Self::init`] with the projections stored as `dtype` (bf16/int8: CPU inference only); the
+    /// f32 values are drawn first, so every dtype rounds the same model.
+    pub fn init_as(
+        cfg: &ModelConfig,
+        seed: u64,
+        dtype: WeightDtype,
+        device: &B::Device,
+    ) -> Result<Self> {
+        let mut src = StoredAs {
+            src: &mut RandomInit::new(seed),
+            dtype,
+        };
+        Self::from_source(cfg, &mut src, device)
     }
 
     /// Loads a Hugging Face checkpoint directory.
     pub fn load(dir: &Path, device: &B::Device) -> Result<Self> {
-        io::checkpoint::load(dir, device)
+        Self::load_as(dir, WeightDtype::F32, device)
+    }
+
+    /// [`Self::load`] with the projections stored as `dtype` (bf16/int8: CPU inference only).
+    pub fn load_as(dir: &Path, dtype: WeightDtype, device: &B::Device) -> Result<Self> {
+        io::checkpoint::load(dir, dtype, device)
+    }
+
+    /// Bytes the weights take as stored: 4 per f32 value, and a bf16 or int8 matrix's own size.
+    pub fn weight_bytes(&self) -> usize {
+        struct Bytes(usize);
+        impl<B: Backend> HfVisitor<B> for Bytes {
+            fn visit<const D: usize>(&mut self, _: &str, p: &Param<Tensor<B, D>>, _: HfLayout) {
+                self.0 += p.shape().num_elements() * 4;
+            }
+
+            fn visit_reduced(&mut self, _: &str, w: &ReducedMatrix, _: HfLayout) {
+                self.0 += w.bytes();
+            }
+        }
+        let mut bytes = Bytes(0);
+        self.visit_hf(&mut bytes);
+        bytes.0
     }
 
     pub fn new_cache(&self) -> Cache<B> {

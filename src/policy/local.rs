@@ -9,6 +9,7 @@ use super::{Conversation, Policy};
 use crate::chat::{parse_assistant_output, ToolCallFormat};
 use crate::model::generation::generate::TextGenerator;
 use crate::model::generation::sampling::SamplingParams;
+use crate::model::WeightDtype;
 use crate::record::{FunctionCall, Message, Role, ToolCall};
 use crate::rng::Rng;
 use anyhow::{anyhow, Context, Result};
@@ -28,6 +29,8 @@ pub struct LocalOptions {
     /// message carries its generated tokens and their log-probs ([`SamplerLogprobs`]; RL's
     /// truncated importance sampling).
     pub sampling: SamplingParams,
+    /// Storage of the projection weights ([`LocalPolicy::load`]).
+    pub dtype: WeightDtype,
 }
 
 impl Default for LocalOptions {
@@ -39,6 +42,7 @@ impl Default for LocalOptions {
                 max_tokens: 512,
                 ..SamplingParams::default()
             },
+            dtype: WeightDtype::F32,
         }
     }
 }
@@ -56,7 +60,7 @@ impl LocalPolicy<NdArray<f32>> {
     /// Loads `dir` (weights, `tokenizer.json`, `tokenizer_config.json` with the chat template)
     /// on the CPU.
     pub fn load(dir: &Path, options: LocalOptions) -> Result<Self> {
-        let generator = TextGenerator::load(dir, &Default::default())
+        let generator = TextGenerator::load_as(dir, options.dtype, &Default::default())
             .with_context(|| format!("loading the local policy from {}", dir.display()))?;
         Self::new(generator, &format!("local:{}", dir.display()), options)
     }

@@ -16,6 +16,7 @@ use super::prompt_logprobs::ModelScorer;
 use super::server::{self, HttpLimits};
 use super::{agent, build_app, AppOptions};
 use crate::chat::{ChatTemplate, ToolCallFormat};
+use crate::model::WeightDtype;
 
 #[cfg(feature = "cuda")]
 type Backend = burn::backend::Cuda;
@@ -98,6 +99,11 @@ pub struct ServeArgs {
     /// Tokens the MTP head drafts per round with --mtp.
     #[arg(long, default_value_t = 2, requires = "mtp")]
     pub mtp_draft_tokens: usize,
+    /// Storage of the projection weights: bf16 halves and int8 (per-channel scales) quarters
+    /// their bytes, and so the bytes a decode step reads, at a small accuracy cost
+    /// (docs/serving-performance.md). CPU backend only.
+    #[arg(long, value_enum, default_value_t = WeightDtype::F32)]
+    pub dtype: WeightDtype,
 }
 
 pub fn main() -> ExitCode {
@@ -114,7 +120,11 @@ pub fn main() -> ExitCode {
 fn run(args: ServeArgs) -> Result<()> {
     let device = Default::default();
     let (model_dir, model, random): (_, BurnModel<Backend>, _) = match (&args.model, &args.preset) {
-        (Some(dir), _) => (dir.clone(), BurnModel::<Backend>::load(dir, device)?, false),
+        (Some(dir), _) => (
+            dir.clone(),
+            BurnModel::<Backend>::load(dir, args.dtype, device)?,
+            false,
+        ),
         (None, Some(preset)) => {
             let dir = args
                 .tokenizer
@@ -123,7 +133,7 @@ fn run(args: ServeArgs) -> Result<()> {
             let vocab = crate::tokenizer::load(&dir)?.get_vocab_size(true);
             (
                 dir,
-                BurnModel::<Backend>::random(preset, vocab, args.seed, device)?,
+                BurnModel::<Backend>::random(preset, vocab, args.seed, args.dtype, device)?,
                 true,
             )
         }
@@ -161,6 +171,7 @@ fn run(args: ServeArgs) -> Result<()> {
         None => None,
     };
     let agent_on = agent.is_some();
+    let weight_bytes = model.model.weight_bytes();
     let scorer = ModelScorer::<Backend>::new(model.model.clone(), Default::default());
     let model = model.with_prefix_cache(args.prefix_cache_entries);
     let model = if args.mtp {
@@ -186,8 +197,10 @@ fn run(args: ServeArgs) -> Result<()> {
             ""
         };
         eprintln!(
-            "serve: {name}{label} on http://{}  (agent mode {}, api key {})",
+            "serve: {name}{label} on http://{}  (weights {} MB {}, agent mode {}, api key {})",
             listener.local_addr()?,
+            weight_bytes.div_ceil(1 << 20),
+            args.dtype.name(),
             if agent_on { "on" } else { "off" },
             if options.api_key.is_some() {
                 "required"

@@ -13,7 +13,7 @@ use super::batch::RunningBatch;
 use super::engine::{Prefilled, SpecRound, StepModel, WarmUp};
 use super::mtp::{self, SpecState};
 use super::prefix_cache::PrefixCache;
-use crate::model::{Cache, CausalLm};
+use crate::model::{Cache, CausalLm, WeightDtype};
 use crate::train::batch::bucket;
 
 /// Tokens per prefix-cache block: a multiple of the DeltaNet chunk (64), so a prompt prefilled in
@@ -36,8 +36,9 @@ pub struct BurnModel<B: Backend> {
 }
 
 impl<B: Backend> BurnModel<B> {
-    pub fn load(dir: &Path, device: B::Device) -> Result<Self> {
-        let model = CausalLm::load(dir, &device)
+    /// Loads `dir`, the projections stored as `dtype` (bf16/int8: the CPU backend only).
+    pub fn load(dir: &Path, dtype: WeightDtype, device: B::Device) -> Result<Self> {
+        let model = CausalLm::load_as(dir, dtype, &device)
             .with_context(|| format!("loading the checkpoint in {}", dir.display()))?;
         Ok(Self::new(model))
     }
@@ -72,9 +73,15 @@ impl<B: Backend> BurnModel<B> {
     }
 
     /// Random weights from a preset (`tiny`, `small`), deterministic in `seed`; for demos and tests.
-    pub fn random(preset: &str, vocab_size: usize, seed: u64, device: B::Device) -> Result<Self> {
+    pub fn random(
+        preset: &str,
+        vocab_size: usize,
+        seed: u64,
+        dtype: WeightDtype,
+        device: B::Device,
+    ) -> Result<Self> {
         let cfg = crate::model::presets::preset(preset, Some(vocab_size))?;
-        Ok(Self::new(CausalLm::init(&cfg, seed, &device)?))
+        Ok(Self::new(CausalLm::init_as(&cfg, seed, dtype, &device)?))
     }
 }
 
@@ -255,7 +262,7 @@ mod tests {
     type M = BurnModel<NdArray<f32>>;
 
     fn tiny() -> M {
-        M::random("tiny", 300, 7, Default::default()).unwrap()
+        M::random("tiny", 300, 7, WeightDtype::F32, Default::default()).unwrap()
     }
 
     fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

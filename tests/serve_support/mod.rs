@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use burn::backend::NdArray;
 use hat::chat::{ChatTemplate, ToolCallFormat};
+use hat::model::WeightDtype;
 use hat::serve::engine::EngineConfig;
 use hat::serve::model::BurnModel;
 use hat::serve::prompt_logprobs::ModelScorer;
@@ -82,8 +83,9 @@ pub async fn start_with(
 ) -> (RunningServer, App, String) {
     let dir = tokenizer_dir();
     let tok = tokenizer::load(dir).unwrap();
+    let vocab = tok.get_vocab_size(true);
     let model =
-        BurnModel::<NdArray<f32>>::random("tiny", tok.get_vocab_size(true), 3, Default::default())
+        BurnModel::<NdArray<f32>>::random("tiny", vocab, 3, WeightDtype::F32, Default::default())
             .unwrap();
     let template = ChatTemplate::from_model_dir(dir).unwrap();
     let agent = with_agent.then(|| {

@@ -13,6 +13,7 @@
 //! All apply only to `NdArray<f32>` without autodiff (inference); every other backend (autodiff
 //! for training, CUDA) takes burn's own path. The tests check the two paths agree.
 
+use super::reduced::ReducedMatrix;
 use super::spin_team;
 use crate::model::train_ops::autodiff::is_cpu_autodiff;
 use burn::prelude::*;
@@ -290,15 +291,43 @@ fn from_array<B: Backend, const D: usize>(array: ArcArray<f32, IxDyn>) -> Tensor
 const FEW_ROWS: usize = 8;
 /// Products of at least this many multiply-adds are split over the spinning helpers of
 /// [`spin_team`]; below it the product takes a few microseconds, about what starting them costs.
-const SPLIT_MIN_WORK: usize = 1 << 15;
+pub(super) const SPLIT_MIN_WORK: usize = 1 << 15;
 
 fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, IxDyn> {
     let (NdArrayTensor::F32(x), NdArrayTensor::F32(w)) = (x, w) else {
         unreachable!("NdArray<f32> float tensors hold f32")
     };
-    let (xv, wv) = (x.view(), w.view());
+    let wv = w.view();
     let w2: ArrayView2<f32> = wv.into_dimensionality().expect("weight is 2-D");
     let (k, n) = w2.dim();
+    product_of_rows(x.view(), k, n, |x2| {
+        let mut out = Array2::<f32>::zeros((x2.nrows(), n));
+        gemm_into(x2, w2, &mut out);
+        out
+    })
+}
+
+/// `x: [..., in]` times a reduced-precision weight (`[out, in]`, see `reduced.rs`) → `[..., out]`.
+/// Only for the CPU backend ([`is_cpu`]), the only one a reduced weight is built for.
+pub(in crate::model) fn matmul_reduced<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    w: &ReducedMatrix,
+) -> Tensor<B, D> {
+    let NdArrayTensor::F32(x) = downcast::<NdArrayTensor>(x.into_primitive().tensor()) else {
+        unreachable!("NdArray<f32> float tensors hold f32")
+    };
+    let (n, k) = w.dims();
+    from_array(product_of_rows(x.view(), k, n, |x2| w.matmul(x2)))
+}
+
+/// `x: [..., k]` flattened to `[m, k]` rows (copied only when not in standard layout), through
+/// `product` to `[m, n]`, and back to `[..., n]`.
+fn product_of_rows(
+    xv: ndarray::ArrayViewD<f32>,
+    k: usize,
+    n: usize,
+    product: impl FnOnce(ArrayView2<f32>) -> Array2<f32>,
+) -> ArcArray<f32, IxDyn> {
     let mut out_shape = xv.shape().to_vec();
     *out_shape.last_mut().expect("activations have a last axis") = n;
     let x_std = xv.as_standard_layout();
@@ -307,9 +336,8 @@ fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, Ix
         .view()
         .into_shape_with_order((m, k))
         .expect("standard layout reshapes");
-    let mut out = Array2::<f32>::zeros((m, n));
-    gemm_into(x2, w2, &mut out);
-    out.into_shape_with_order(IxDyn(&out_shape))
+    product(x2)
+        .into_shape_with_order(IxDyn(&out_shape))
         .expect("same element count")
         .into_shared()
 }

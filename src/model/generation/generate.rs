@@ -6,7 +6,7 @@
 use super::sampling::{Sampler, SamplingParams};
 use super::speculative::{generate_speculative_until, SpecStats};
 use crate::chat::{ChatTemplate, RenderInput};
-use crate::model::{ids_tensor, Cache, CausalLm};
+use crate::model::{ids_tensor, Cache, CausalLm, WeightDtype};
 use anyhow::{anyhow, bail, Context, Result};
 use burn::prelude::*;
 use burn::tensor::TensorData;
@@ -359,7 +359,12 @@ impl<B: Backend> TextGenerator<B> {
     /// Loads a Hugging Face model directory: weights, `tokenizer.json`, and the chat template of
     /// `tokenizer_config.json` / `chat_template.jinja` when present.
     pub fn load(dir: &Path, device: &B::Device) -> Result<Self> {
-        let model = CausalLm::load(dir, device)?;
+        Self::load_as(dir, WeightDtype::F32, device)
+    }
+
+    /// [`Self::load`] with the projections stored as `dtype` (bf16/int8: CPU inference only).
+    pub fn load_as(dir: &Path, dtype: WeightDtype, device: &B::Device) -> Result<Self> {
+        let model = CausalLm::load_as(dir, dtype, device)?;
         let tokenizer = crate::tokenizer::load(dir)?;
         Self::new(model, tokenizer, ChatTemplate::from_model_dir(dir).ok())
     }

@@ -4,9 +4,9 @@
 //! `experts.down_proj` `[E, H, I]`) or per-expert (`experts.{e}.{gate,up,down}_proj.weight`)
 //! layouts. Writing produces a directory transformers loads (`from_pretrained`).
 
-use super::weights::{to_hf, HfLayout, HfVisitor, Init, WeightSource};
+use super::weights::{to_hf, HfLayout, HfVisitor, Init, StoredAs, WeightSource};
 use crate::model::config::ModelConfig;
-use crate::model::CausalLm;
+use crate::model::{CausalLm, WeightDtype};
 use anyhow::{anyhow, bail, Context, Result};
 use burn::module::Param;
 use burn::prelude::*;
@@ -248,11 +248,15 @@ fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(bits)
 }
 
-/// Loads `dir` (config + weights) onto `device`.
-pub fn load<B: Backend>(dir: &Path, device: &B::Device) -> Result<CausalLm<B>> {
+/// Loads `dir` (config + weights) onto `device`, its projections stored as `dtype`.
+pub fn load<B: Backend>(dir: &Path, dtype: WeightDtype, device: &B::Device) -> Result<CausalLm<B>> {
     let cfg = ModelConfig::from_dir(dir)?;
     let mut ck = Checkpoint::open(dir)?;
-    CausalLm::from_source(&cfg, &mut ck, device)
+    let mut src = StoredAs {
+        src: &mut ck,
+        dtype,
+    };
+    CausalLm::from_source(&cfg, &mut src, device)
         .with_context(|| format!("loading checkpoint {}", dir.display()))
 }
 

@@ -7,7 +7,9 @@
 //! each parameter plus the [`HfLayout`] needed to turn it back into HF tensors.
 
 use crate::model::cpu::backend::owned;
+use crate::model::cpu::reduced::ReducedMatrix;
 use crate::model::layers::linear::Linear;
+use crate::model::layers::weight::{Weight, WeightDtype};
 use anyhow::{bail, Result};
 use burn::module::Param;
 use burn::prelude::*;
@@ -30,6 +32,31 @@ pub trait WeightSource {
     fn get(&mut self, name: &str, shape: &[usize], init: Init) -> Result<Vec<f32>>;
     /// Whether `name` can be provided (optional parts such as the MTP head are skipped if not).
     fn contains(&self, name: &str) -> bool;
+    /// How the projections' weights are to be stored ([`linear`], the experts); f32 unless the
+    /// source is wrapped in [`StoredAs`].
+    fn dtype(&self) -> WeightDtype {
+        WeightDtype::F32
+    }
+}
+
+/// `src` whose projections are stored as `dtype` (inference with `--dtype`).
+pub struct StoredAs<'a> {
+    pub src: &'a mut dyn WeightSource,
+    pub dtype: WeightDtype,
+}
+
+impl WeightSource for StoredAs<'_> {
+    fn get(&mut self, name: &str, shape: &[usize], init: Init) -> Result<Vec<f32>> {
+        self.src.get(name, shape, init)
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.src.contains(name)
+    }
+
+    fn dtype(&self) -> WeightDtype {
+        self.dtype
+    }
 }
 
 /// Deterministic random initialisation (SplitMix64 + Box-Muller), so a seed fixes a model.
@@ -105,8 +132,8 @@ pub fn param<B: Backend, const D: usize>(
     Ok(Param::from_tensor(tensor(src, name, shape, init, device)?))
 }
 
-/// Loads `{prefix}.weight` (`[out, in]`) and optionally `{prefix}.bias` into a burn `Linear`,
-/// whose weight is stored `[in, out]`.
+/// Loads `{prefix}.weight` (`[out, in]`) and optionally `{prefix}.bias` into a [`Linear`], whose
+/// weight is stored as the source says ([`WeightSource::dtype`]).
 pub fn linear<B: Backend>(
     src: &mut dyn WeightSource,
     prefix: &str,
@@ -114,6 +141,34 @@ pub fn linear<B: Backend>(
     d_out: usize,
     bias: bool,
     std: f64,
+    device: &B::Device,
+) -> Result<Linear<B>> {
+    let dtype = src.dtype();
+    linear_stored(src, prefix, [d_in, d_out], bias, std, dtype, device)
+}
+
+/// [`linear`] kept in f32 whatever the source's dtype: for the small projections whose outputs pass
+/// through a softmax, sigmoid or exponential (the MoE router, gates, DeltaNet β and decay), where
+/// rounding would move routing and decay for no memory saved.
+pub fn exact_linear<B: Backend>(
+    src: &mut dyn WeightSource,
+    prefix: &str,
+    d_in: usize,
+    d_out: usize,
+    std: f64,
+    device: &B::Device,
+) -> Result<Linear<B>> {
+    let dtype = WeightDtype::F32;
+    linear_stored(src, prefix, [d_in, d_out], false, std, dtype, device)
+}
+
+fn linear_stored<B: Backend>(
+    src: &mut dyn WeightSource,
+    prefix: &str,
+    [d_in, d_out]: [usize; 2],
+    bias: bool,
+    std: f64,
+    dtype: WeightDtype,
     device: &B::Device,
 ) -> Result<Linear<B>> {
     let name = format!("{prefix}.weight");
@@ -131,7 +186,7 @@ pub fn linear<B: Backend>(
         None
     };
     Ok(Linear {
-        weight: Param::from_tensor(owned(transposed(&w, d_out, d_in), [d_in, d_out], device)),
+        weight: Weight::new(&w, d_out, d_in, dtype, device)?,
         bias,
     })
 }
@@ -176,6 +231,15 @@ pub enum HfLayout {
 /// per-expert prefix `...mlp.experts.{e}`).
 pub trait HfVisitor<B: Backend> {
     fn visit<const D: usize>(&mut self, name: &str, param: &Param<Tensor<B, D>>, layout: HfLayout);
+
+    /// A weight kept in bf16 or int8 (CPU inference, `--dtype`); visited by default as the f32
+    /// values the model computes with (`[in, out]`, as an f32 [`Weight`] holds them).
+    fn visit_reduced(&mut self, name: &str, w: &ReducedMatrix, layout: HfLayout) {
+        let (out, inner) = w.dims();
+        let values = transposed(&w.dequantised(), out, inner);
+        let param = Param::from_tensor(owned(values, [inner, out], &Default::default()));
+        self.visit(name, &param, layout);
+    }
 }
 
 /// Converts a parameter value (or its gradient) to HF-named tensors.
@@ -210,7 +274,8 @@ pub fn to_hf<B: Backend, const D: usize>(
 
 /// Visits a `Linear` as `{prefix}.weight` (+ `{prefix}.bias`).
 pub fn visit_linear<B: Backend, V: HfVisitor<B>>(v: &mut V, prefix: &str, l: &Linear<B>) {
-    v.visit(&format!("{prefix}.weight"), &l.weight, HfLayout::Transposed);
+    l.weight
+        .visit(v, &format!("{prefix}.weight"), HfLayout::Transposed);
     if let Some(b) = &l.bias {
         v.visit(&format!("{prefix}.bias"), b, HfLayout::AsIs);
     }

@@ -9,7 +9,7 @@ use super::norm::GatedRmsNorm;
 use crate::model::cpu::backend::{cat, compact, is_cpu, sigmoid, silu};
 use crate::model::generation::cache::DeltaNetState;
 use crate::model::io::weights::{
-    linear, param, visit_linear, HfLayout, HfVisitor, Init, WeightSource,
+    exact_linear, linear, param, visit_linear, HfLayout, HfVisitor, Init, WeightSource,
 };
 use crate::model::train_ops::autodiff::is_cpu_autodiff;
 use crate::model::{cpu, train_ops};
@@ -92,21 +92,19 @@ impl<B: Backend> GatedDeltaNet<B> {
                 d.init_std,
                 device,
             )?,
-            in_proj_b: linear(
+            in_proj_b: exact_linear(
                 src,
                 &p("in_proj_b"),
                 d.hidden,
                 d.num_v_heads,
-                false,
                 d.init_std,
                 device,
             )?,
-            in_proj_a: linear(
+            in_proj_a: exact_linear(
                 src,
                 &p("in_proj_a"),
                 d.hidden,
                 d.num_v_heads,
-                false,
                 d.init_std,
                 device,
             )?,

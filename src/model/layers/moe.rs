@@ -3,12 +3,12 @@
 //! Switch-Transformer load-balancing loss as transformers computes it.
 
 use super::linear::Linear;
-use crate::model::cpu::backend::{matmul_weight, owned, sigmoid, silu, softmax_last};
+use super::weight::Weight;
+use crate::model::cpu::backend::{sigmoid, silu, softmax_last};
 use crate::model::io::weights::{
-    linear, transposed, visit_linear, HfLayout, HfVisitor, Init, WeightSource,
+    exact_linear, linear, visit_linear, HfLayout, HfVisitor, Init, WeightSource,
 };
 use anyhow::Result;
-use burn::module::Param;
 use burn::prelude::*;
 use burn::tensor::{IndexingUpdateOp, TensorData};
 
@@ -74,20 +74,18 @@ impl<B: Backend> SwiGlu<B> {
 /// One routed expert, stored per expert so that unused experts cost nothing in backward.
 #[derive(Module, Debug)]
 pub struct Expert<B: Backend> {
-    /// `[H, 2I]`: columns `..I` gate, `I..` up (HF `gate_up_proj[e]` transposed).
-    pub gate_up: Param<Tensor<B, 2>>,
+    /// `[H, 2I]`: outputs `..I` gate, `I..` up (HF `gate_up_proj[e]`).
+    pub gate_up: Weight<B>,
     /// `[I, H]`.
-    pub down: Param<Tensor<B, 2>>,
+    pub down: Weight<B>,
 }
 
 impl<B: Backend> Expert<B> {
     fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
         let i = self.down.dims()[0];
-        let h = matmul_weight(x, self.gate_up.val());
-        matmul_weight(
-            silu(h.clone().narrow(1, 0, i)) * h.narrow(1, i, i),
-            self.down.val(),
-        )
+        let h = self.gate_up.matmul(x);
+        self.down
+            .matmul(silu(h.clone().narrow(1, 0, i)) * h.narrow(1, i, i))
     }
 }
 
@@ -123,7 +121,7 @@ impl<B: Backend> SparseMoe<B> {
         device: &B::Device,
     ) -> Result<Self> {
         let (e, h, i) = (d.num_experts, d.hidden, d.inter);
-        // Fused HF tensors, split per expert and transposed on the host (see `transposed`).
+        // Fused HF tensors, split per expert and stored as the source says (see `Weight::new`).
         let gate_up = src.get(
             &format!("{prefix}.experts.gate_up_proj"),
             &[e, 2 * i, h],
@@ -134,14 +132,17 @@ impl<B: Backend> SparseMoe<B> {
             &[e, h, i],
             Init::Normal(d.init_std),
         )?;
+        let dtype = src.dtype();
         let experts = gate_up
             .chunks_exact(2 * i * h)
             .zip(down.chunks_exact(h * i))
-            .map(|(gu, dn)| Expert {
-                gate_up: Param::from_tensor(owned(transposed(gu, 2 * i, h), [h, 2 * i], device)),
-                down: Param::from_tensor(owned(transposed(dn, h, i), [i, h], device)),
+            .map(|(gu, dn)| {
+                Ok(Expert {
+                    gate_up: Weight::new(gu, 2 * i, h, dtype, device)?,
+                    down: Weight::new(dn, h, i, dtype, device)?,
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let (shared_expert, shared_expert_gate) = if d.shared_inter > 0 {
             (
                 Some(SwiGlu::load(
@@ -152,12 +153,11 @@ impl<B: Backend> SparseMoe<B> {
                     d.init_std,
                     device,
                 )?),
-                Some(linear(
+                Some(exact_linear(
                     src,
                     &format!("{prefix}.shared_expert_gate"),
                     h,
                     1,
-                    false,
                     d.init_std,
                     device,
                 )?),
@@ -166,15 +166,7 @@ impl<B: Backend> SparseMoe<B> {
             (None, None)
         };
         Ok(Self {
-            gate: linear(
-                src,
-                &format!("{prefix}.gate"),
-                h,
-                e,
-                false,
-                d.init_std,
-                device,
-            )?,
+            gate: exact_linear(src, &format!("{prefix}.gate"), h, e, d.init_std, device)?,
             experts,
             shared_expert,
             shared_expert_gate,
@@ -240,8 +232,8 @@ impl<B: Backend> SparseMoe<B> {
         visit_linear(v, &format!("{prefix}.gate"), &self.gate);
         for (i, ex) in self.experts.iter().enumerate() {
             let p = format!("{prefix}.experts.{i}");
-            v.visit(&p, &ex.gate_up, HfLayout::ExpertGateUp);
-            v.visit(&p, &ex.down, HfLayout::ExpertDown);
+            ex.gate_up.visit(v, &p, HfLayout::ExpertGateUp);
+            ex.down.visit(v, &p, HfLayout::ExpertDown);
         }
         if let (Some(se), Some(sg)) = (&self.shared_expert, &self.shared_expert_gate) {
             se.visit(&format!("{prefix}.shared_expert"), v);

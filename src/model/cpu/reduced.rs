@@ -1,0 +1,283 @@
+//! Reduced-precision weight matrices for CPU inference (`--dtype bf16|int8`): a projection's weight
+//! kept as bf16, or as int8 with one symmetric scale per output channel, and its product with f32
+//! activations (f32 sums). A decode step reads every active weight once per token and is bound by
+//! memory bandwidth, so halving (bf16) or quartering (int8) the bytes read is where the gain is.
+//!
+//! Rows are output channels (`[out, in]`, the Hugging Face layout): an output is one dot product over
+//! a contiguous row, and an int8 row's scale multiplies the finished sum once.
+//!
+//! * A few activation rows (a decode step, an expert's share of one): each weight row is widened
+//!   to f32 inside the dot product as it is read ([`dots`]), output channels split over
+//!   [`spin_team`]; the loop is compiled for AVX-512 and AVX2 too and picked at run time.
+//! * More rows (a prefill): the weight is widened a panel of output channels at a time and
+//!   multiplied by gemm ([`gemm_into`]), which is compute-bound there; widening costs one pass
+//!   over the weight per product, not one per row.
+
+use super::backend::{gemm_into, SPLIT_MIN_WORK};
+use super::spin_team;
+use half::bf16;
+use ndarray::{s, Array2, ArrayView2};
+use std::ops::Range;
+
+/// Products of at most this many activation rows take the dot products: widening a panel costs
+/// about as much as a gemm of ~16 rows over it (measured on 2 cores, `small`'s shapes).
+const DOT_ROWS: usize = 16;
+/// f32 values per widened panel of the many-rows product (1 MB): the whole of most of `small`'s
+/// weights, so that a product starts the helper threads once or a few times, not once per panel.
+const PANEL_VALUES: usize = 1 << 18;
+
+#[derive(Clone)]
+enum Values {
+    /// Rounded to the nearest bf16 (ties to even).
+    Bf16(Vec<bf16>),
+    /// `value ≈ q · scales[row]` with `scale = max|row| / 127`.
+    Int8 { q: Vec<i8>, scales: Vec<f32> },
+}
+
+/// A `[rows, cols]` = `[out, in]` weight in bf16 or int8, row-major.
+#[derive(Clone)]
+pub struct ReducedMatrix {
+    rows: usize,
+    cols: usize,
+    values: Values,
+}
+
+impl std::fmt::Debug for ReducedMatrix {
+    // The shape and the type, not millions of values (module printing goes through this).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} [{}, {}]", self.dtype_name(), self.rows, self.cols)
+    }
+}
+
+impl ReducedMatrix {
+    /// `values`: `[rows, cols]` row-major.
+    pub fn bf16(values: &[f32], rows: usize, cols: usize) -> Self {
+        assert_eq!(values.len(), rows * cols, "values fill the shape");
+        let values = Values::Bf16(values.iter().map(|&v| bf16::from_f32(v)).collect());
+        Self { rows, cols, values }
+    }
+
+    /// `values`: `[rows, cols]` row-major; symmetric per-row scales, a row of zeros gets scale 0.
+    pub fn int8(values: &[f32], rows: usize, cols: usize) -> Self {
+        assert_eq!(values.len(), rows * cols, "values fill the shape");
+        let mut q = Vec::with_capacity(values.len());
+        let mut scales = Vec::with_capacity(rows);
+        for r in 0..rows {
+            let row = &values[r * cols..(r + 1) * cols];
+            let scale = row.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
+            let inverse = if scale > 0.0 { scale.recip() } else { 0.0 };
+            q.extend(
+                row.iter()
+                    .map(|v| (v * inverse).round().clamp(-127.0, 127.0) as i8),
+            );
+            scales.push(scale);
+        }
+        let values = Values::Int8 { q, scales };
+        Self { rows, cols, values }
+    }
+
+    /// `(rows, cols)` = `(out, in)`.
+    pub fn dims(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    pub fn dtype_name(&self) -> &'static str {
+        match self.values {
+            Values::Bf16(_) => "bf16",
+            Values::Int8 { .. } => "int8",
+        }
+    }
+
+    /// Bytes held: the values, and the int8 scales.
+    pub fn bytes(&self) -> usize {
+        match &self.values {
+            Values::Bf16(w) => w.len() * 2,
+            Values::Int8 { q, scales } => q.len() + scales.len() * 4,
+        }
+    }
+
+    /// The f32 values the products compute with, `[rows, cols]` row-major.
+    pub fn dequantised(&self) -> Vec<f32> {
+        let mut out = vec![0f32; self.rows * self.cols];
+        self.widen_rows(0..self.rows, &mut out);
+        out
+    }
+
+    /// `x: [m, cols]` times the transpose of this matrix: `[m, rows]`.
+    pub fn matmul(&self, x: ArrayView2<f32>) -> Array2<f32> {
+        let m = x.nrows();
+        assert_eq!(x.ncols(), self.cols, "inner dimensions agree");
+        if m == 0 || self.rows == 0 || self.cols == 0 {
+            return Array2::zeros((m, self.rows));
+        }
+        let x = x.as_standard_layout();
+        if m <= DOT_ROWS {
+            self.few_rows(x.as_slice().expect("standard layout"), m)
+        } else {
+            self.many_rows(x.view())
+        }
+    }
+
+    /// Rows `rows` widened to f32 into `out` (`rows.len() × cols`).
+    fn widen_rows(&self, rows: Range<usize>, out: &mut [f32]) {
+        let span = rows.start * self.cols..rows.end * self.cols;
+        match &self.values {
+            Values::Bf16(w) => widen(&w[span], None, self.cols, out),
+            Values::Int8 { q, scales } => widen(&q[span], Some(&scales[rows]), self.cols, out),
+        }
+    }
+
+    /// The decode-time product: dot products against each weight row, widened as it is read.
+    fn few_rows(&self, x: &[f32], m: usize) -> Array2<f32> {
+        let (n, k) = (self.rows, self.cols);
+        // Written transposed, `[n, m]`: a part's band of output channels is one contiguous run.
+        let mut out_t = vec![0f32; n * m];
+        let band = |b: usize, dst: &mut [f32], channels: usize| {
+            let c = b * channels..b * channels + dst.len() / m;
+            match &self.values {
+                Values::Bf16(w) => dots(x, k, &w[c.start * k..c.end * k], None, dst),
+                Values::Int8 { q, scales } => {
+                    dots(x, k, &q[c.start * k..c.end * k], Some(&scales[c]), dst)
+                }
+            }
+        };
+        if m * n * k < SPLIT_MIN_WORK {
+            band(0, &mut out_t, n);
+        } else {
+            let channels = n.div_ceil(spin_team::parts());
+            let mut bands: Vec<&mut [f32]> = out_t.chunks_mut(channels * m).collect();
+            spin_team::for_each(&mut bands, &|b, dst| band(b, dst, channels));
+        }
+        Array2::from_shape_vec((n, m), out_t)
+            .expect("values fill the shape")
+            .reversed_axes()
+            .as_standard_layout()
+            .into_owned()
+    }
+
+    /// The prefill product: f32 panels of the weight through gemm.
+    fn many_rows(&self, x: ArrayView2<f32>) -> Array2<f32> {
+        let (m, n, k) = (x.nrows(), self.rows, self.cols);
+        let width = (PANEL_VALUES / k).clamp(16, n.max(16)).min(n);
+        let mut panel = vec![0f32; width * k];
+        let mut out = Array2::zeros((m, n));
+        for first in (0..n).step_by(width) {
+            let cols = width.min(n - first);
+            let panel = &mut panel[..cols * k];
+            self.widen_rows(first..first + cols, panel);
+            let w = ArrayView2::from_shape((cols, k), &*panel)
+                .expect("panel shape")
+                .reversed_axes();
+            let mut block = Array2::zeros((m, cols));
+            gemm_into(x, w, &mut block);
+            out.slice_mut(s![.., first..first + cols]).assign(&block);
+        }
+        out
+    }
+}
+
+/// A stored weight value.
+trait Stored: Copy + Sync {
+    fn widen(self) -> f32;
+}
+
+impl Stored for i8 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self as f32
+    }
+}
+
+impl Stored for bf16 {
+    // bf16 is the top half of an f32: a shift, which vectorises (`bf16::to_f32` need not).
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        f32::from_bits((self.to_bits() as u32) << 16)
+    }
+}
+
+/// `out` (`rows × k`) = each row of `w` widened, times its scale.
+fn widen<T: Stored>(w: &[T], scales: Option<&[f32]>, k: usize, out: &mut [f32]) {
+    if k == 0 {
+        return;
+    }
+    for (r, (src, dst)) in w.chunks_exact(k).zip(out.chunks_exact_mut(k)).enumerate() {
+        let scale = scales.map_or(1.0, |s| s[r]);
+        for (d, &v) in dst.iter_mut().zip(src) {
+            *d = v.widen() * scale;
+        }
+    }
+}
+
+/// `dst[c·m + r] = scale[c] · (x[r] · w[c])` for every weight row `c` of the band `w` and every
+/// activation row `r` of `x` (`m × k`), in the widest vector instructions the CPU has.
+fn dots<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the features the function is compiled for.
+            return unsafe { dots_avx512(x, k, w, scales, dst) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { dots_avx2(x, k, w, scales, dst) };
+        }
+    }
+    dots_portable(x, k, w, scales, dst)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn dots_avx512<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &mut [f32]) {
+    dots_portable(x, k, w, scales, dst)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn dots_avx2<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &mut [f32]) {
+    dots_portable(x, k, w, scales, dst)
+}
+
+/// [`dots`] in plain Rust; inlined into each target-feature variant, which compiles it again.
+#[inline(always)]
+fn dots_portable<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &mut [f32]) {
+    let m = x.len() / k;
+    for (c, row) in w.chunks_exact(k).enumerate() {
+        let scale = scales.map_or(1.0, |s| s[c]);
+        for (r, xr) in x.chunks_exact(k).enumerate() {
+            dst[c * m + r] = scale * dot(xr, row);
+        }
+    }
+}
+
+/// `x · w`, in `LANES` independent partial sums so that the loop vectorises without reassociating
+/// one running sum (which the compiler may not do for floats).
+#[inline(always)]
+fn dot<T: Stored>(x: &[f32], w: &[T]) -> f32 {
+    const LANES: usize = 32;
+    let mut acc = [0f32; LANES];
+    let (mut xs, mut ws) = (x.chunks_exact(LANES), w.chunks_exact(LANES));
+    for (a, b) in (&mut xs).zip(&mut ws) {
+        let a: &[f32; LANES] = a.try_into().expect("a whole chunk");
+        let b: &[T; LANES] = b.try_into().expect("a whole chunk");
+        for i in 0..LANES {
+            acc[i] += a[i] * b[i].widen();
+        }
+    }
+    let tail: f32 = xs
+        .remainder()
+        .iter()
+        .zip(ws.remainder())
+        .map(|(a, b)| a * b.widen())
+        .sum();
+    // Halving, so that the sum of the lanes vectorises too (a running sum of 32 lanes was most
+    // of a dot over a 192-long row).
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for i in 0..width {
+            acc[i] += acc[i + width];
+        }
+    }
+    acc[0] + tail
+}
