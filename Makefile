@@ -161,20 +161,28 @@ distill-eval:
 
 # The paper's core claim at toy scale: with equal compute (the same recipe, steps, batch and seed),
 # (a) fixed-harness SFT on episodes played under the original harness only against (b) HSA-SFT (the distill
-# stage's data), both from the same base, probed on the primary, held-out-variant and held-out-phrasing sets
-# with the paired sign test of (b) against (a). Writes $(COMPARE)/table.md.
+# stage's data and model: `make run` trains it, and `make compare` reuses it when its last checkpoint is
+# there), both from the same base. Probed teacher-forced on the primary, held-out-variant and held-out-phrasing
+# sets ($(COMPARE)/table.md), then both play the 200 primary tasks under the original harness and under the
+# 8 held-out variants, faults on, with the paired sign test of (b) against (a): $(COMPARE)/eval.md,
+# eval.json, scores.svg (bars with 95% intervals).
 COMPARE := $(OUT)/compare
+HSA_MODEL = $(DISTILL)/model/checkpoint-$(shell printf %06d $(DISTILL_STEPS))
 compare: build distill-data distill-base
 	@mkdir -p $(COMPARE)
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.train.jsonl --variants 0 --faults $(FAULTS) \
-		--seed $(SEED) $(CATALOG) -o $(COMPARE)/teacher.fixed.full.jsonl
+		--keep-retry-prob $(DISTILL_KEEP_RETRY) --seed $(SEED) $(CATALOG) -o $(COMPARE)/teacher.fixed.full.jsonl
 	$(HAT) records cat --first-turn -i $(DISTILL)/teacher.original.jsonl -o $(COMPARE)/teacher.fixed.first.jsonl
 	cat $(COMPARE)/teacher.fixed.full.jsonl $(COMPARE)/teacher.fixed.first.jsonl $(DISTILL)/base.jsonl > $(COMPARE)/teacher.fixed.jsonl
 	$(TD) train --records $(COMPARE)/teacher.fixed.jsonl $(SFT_ARGS) --out $(COMPARE)/fixed --overwrite-output-dir
-	$(TD) train --records $(DISTILL)/teacher.jsonl $(SFT_ARGS) --out $(COMPARE)/hsa --overwrite-output-dir
-	$(TD) probe --model fixed=$(call newest,$(COMPARE)/fixed) --model hsa=$(call newest,$(COMPARE)/hsa) \
+	test -d $(HSA_MODEL) || $(TD) train --records $(DISTILL)/teacher.jsonl $(SFT_ARGS) --out $(DISTILL)/model --overwrite-output-dir
+	$(TD) probe --model fixed=$(call newest,$(COMPARE)/fixed) --model hsa=$(HSA_MODEL) \
 		--records primary=$(DISTILL)/teacher.primary.jsonl --records heldout=$(DISTILL)/teacher.heldout.jsonl \
 		--records phrasings=$(DISTILL)/teacher.phrasings.jsonl --summary $(COMPARE)/probe.json | tee $(COMPARE)/table.md
+	$(TD) eval --model fixed=$(call newest,$(COMPARE)/fixed) --model hsa=$(HSA_MODEL) --set original=$(HARNESS) \
+		--set heldout=$$(ls -d $(DISTILL)/heldout/variant-* | paste -sd,) --tasks $(DISTILL)/tasks.primary.jsonl \
+		--n $(DISTILL_ROLLOUTS) --faults $(FAULTS) --seed $(SEED) $(CATALOG) --episodes $(COMPARE)/eval.jsonl \
+		--summary $(COMPARE)/eval.json --plot $(COMPARE)/scores.svg | tee $(COMPARE)/eval.md
 
 # HSA-RL of the distilled default (`grpo-train`): groups of RL_GENERATIONS episodes per task, played by the
 # policy itself under the original harness or one of 8 train-pool HSA variants (drawn per task) with tool

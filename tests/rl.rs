@@ -451,6 +451,54 @@ mod end_to_end {
         assert!(out.clip_ratio_region > 0.0, "{out:?}");
     }
 
+    /// The log-probs of `views` after `num_iterations` DAPO updates of a fresh load of the policy in
+    /// `dir` (its own AdamW), with optional per-token advantage terms and TIS weights: the one update
+    /// the OPD-term and TIS tests compare with and without their extra input.
+    #[allow(clippy::too_many_arguments)]
+    fn logprobs_after_update(
+        dir: &Path,
+        views: &[hat::train::view::TrainingView],
+        spans: &[hat::rl::update::Span],
+        old: &[Vec<f64>],
+        num_iterations: usize,
+        token_advantages: Option<&[Vec<f64>]>,
+        tis_weights: Option<&[Vec<f64>]>,
+        pad: u32,
+    ) -> Vec<f64> {
+        use burn::module::AutodiffModule;
+        let device = Default::default();
+        let loss = PolicyLossConfig {
+            epsilon: 0.2,
+            epsilon_high: 0.28,
+            importance_sampling_level: ImportanceSamplingLevel::Token,
+            loss_type: LossType::Dapo,
+            beta: 0.0,
+            max_completion_length: 16,
+        };
+        let settings = UpdateConfig {
+            loss: &loss,
+            num_iterations,
+            learning_rate: 3e-3,
+            max_grad_norm: 1.0,
+            batch_tokens: 4096,
+            aux_coef: 0.0,
+            pad,
+        };
+        let batch = Batch {
+            views,
+            spans,
+            old,
+            reference: None,
+            token_advantages,
+            tis_weights,
+        };
+        let mut opt = AdamW::new(AdamWConfig::default());
+        let model = CausalLm::<B>::load(dir, &device).unwrap();
+        let (model, _, _) = update(model, &mut opt, &batch, &settings, &device).unwrap();
+        let (lp, _) = logprobs(&model.valid(), views, pad, 4096, &device).unwrap();
+        lp.into_iter().flatten().collect()
+    }
+
     /// The OPD term of `grpo-train` through the real update: with `kl_penalty_coef` 0 (any teacher) or
     /// with the student itself as teacher, the term is exactly 0 and the updated weights are exactly
     /// those of the plain GRPO update; a different teacher with λ = 1 gives a non-zero term that moves
@@ -469,37 +517,8 @@ mod end_to_end {
         cfg.max_position_embeddings = 16384;
         let other = CausalLm::<NdArray<f32>>::init(&cfg, 11, &device).unwrap();
         let (other_lp, _) = logprobs(&other, &views, pad, 4096, &device).unwrap();
-        let loss = PolicyLossConfig {
-            epsilon: 0.2,
-            epsilon_high: 0.28,
-            importance_sampling_level: ImportanceSamplingLevel::Token,
-            loss_type: LossType::Dapo,
-            beta: 0.0,
-            max_completion_length: 16,
-        };
-        let settings = UpdateConfig {
-            loss: &loss,
-            num_iterations: 1,
-            learning_rate: 3e-3,
-            max_grad_norm: 1.0,
-            batch_tokens: 4096,
-            aux_coef: 0.0,
-            pad,
-        };
         let after = |term: Option<&[Vec<f64>]>| -> Vec<f64> {
-            let batch = Batch {
-                views: &views,
-                spans: &spans,
-                old: &old,
-                reference: None,
-                token_advantages: term,
-                tis_weights: None,
-            };
-            let mut opt = AdamW::new(AdamWConfig::default());
-            let model = CausalLm::<B>::load(dir.path(), &device).unwrap();
-            let (model, _, _) = update(model, &mut opt, &batch, &settings, &device).unwrap();
-            let (lp, _) = logprobs(&model.valid(), &views, pad, 4096, &device).unwrap();
-            lp.into_iter().flatten().collect()
+            logprobs_after_update(dir.path(), &views, &spans, &old, 1, term, None, pad)
         };
         let penalty = |coef: f64| KlPenalty {
             kl_penalty_coef: coef,
@@ -550,37 +569,8 @@ mod end_to_end {
         let pad = builder.end_of_turn();
         let student = CausalLm::<B>::load(dir.path(), &device).unwrap();
         let (old, _) = logprobs(&student.valid(), &views, pad, 4096, &device).unwrap();
-        let loss = PolicyLossConfig {
-            epsilon: 0.2,
-            epsilon_high: 0.28,
-            importance_sampling_level: ImportanceSamplingLevel::Token,
-            loss_type: LossType::Dapo,
-            beta: 0.0,
-            max_completion_length: 16,
-        };
-        let settings = UpdateConfig {
-            loss: &loss,
-            num_iterations: 2,
-            learning_rate: 3e-3,
-            max_grad_norm: 1.0,
-            batch_tokens: 4096,
-            aux_coef: 0.0,
-            pad,
-        };
         let after = |weights: Option<&[Vec<f64>]>| -> Vec<f64> {
-            let batch = Batch {
-                views: &views,
-                spans: &spans,
-                old: &old,
-                reference: None,
-                token_advantages: None,
-                tis_weights: weights,
-            };
-            let mut opt = AdamW::new(AdamWConfig::default());
-            let model = CausalLm::<B>::load(dir.path(), &device).unwrap();
-            let (model, _, _) = update(model, &mut opt, &batch, &settings, &device).unwrap();
-            let (lp, _) = logprobs(&model.valid(), &views, pad, 4096, &device).unwrap();
-            lp.into_iter().flatten().collect()
+            logprobs_after_update(dir.path(), &views, &spans, &old, 2, None, weights, pad)
         };
         // The weights of every span (completion) against a sampler that gave `shift(log π_old)`.
         let weights = |shift: f64| -> (Vec<Vec<f64>>, TisStats) {

@@ -483,6 +483,10 @@ pub struct EvalArgs {
     /// Write the summaries here as JSON.
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
+    /// Write grouped bars (right tool and the judge scores by set, a bar per model, 95% intervals)
+    /// here as SVG.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     /// Exit with status 1 when the first model's right-tool rate on the first set is below this.
     #[arg(long)]
     pub min_right_tool: Option<f64>,
@@ -587,7 +591,9 @@ fn split_pair<'a>(s: &'a str, flag: &str) -> Result<(&'a str, &'a str)> {
 
 /// Runs `eval`; prints the markdown table on stdout. Returns the exit status.
 pub fn eval(a: &EvalArgs) -> Result<i32> {
-    use crate::eval::rollout::{markdown, paired_right_tool, paired_scores, play, summarise};
+    use crate::eval::rollout::{
+        bars_svg, markdown, paired_right_tool, paired_scores, play, summarise,
+    };
     use crate::policy::local::{LocalOptions, LocalPolicy};
     let tasks = read_records(&a.tasks, a.n)?;
     let catalog = a.catalog.load()?;
@@ -657,6 +663,9 @@ pub fn eval(a: &EvalArgs) -> Result<i32> {
             .map(|(m, s, e)| json!({"model": m, "set": s, "summary": e}))
             .collect();
         std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n")?;
+    }
+    if let Some(p) = &a.plot {
+        std::fs::write(p, bars_svg(&rows)).with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(match (a.min_right_tool, rows.first()) {
         (Some(min), Some((_, _, s))) if s.right_tool.value < min => 1,

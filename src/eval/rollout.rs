@@ -199,3 +199,85 @@ pub fn markdown(rows: &[(String, String, EvalSummary)]) -> String {
     }
     s
 }
+
+/// Grouped bars ×100 with 95% intervals: a group per (harness set, score) — right tool and the four
+/// judge scores — and a bar per model, in the order of `rows` (model-major, as `eval` plays them).
+pub fn bars_svg(rows: &[(String, String, EvalSummary)]) -> String {
+    use super::bars::{grouped_bars_svg, Bar};
+    let mut models: Vec<String> = Vec::new();
+    let mut sets: Vec<String> = Vec::new();
+    for (m, s, _) in rows {
+        if !models.contains(m) {
+            models.push(m.clone());
+        }
+        if !sets.contains(s) {
+            sets.push(s.clone());
+        }
+    }
+    let scores: [(&str, fn(&EvalSummary) -> Estimate); 5] = [
+        ("right tool", |e| e.right_tool),
+        ("skill", |e| e.skill_selection),
+        ("accuracy", |e| e.accuracy),
+        ("effectiveness", |e| e.effectiveness),
+        ("tool rationality", |e| e.tool_rationality),
+    ];
+    let mut groups = Vec::new();
+    for set in &sets {
+        for (label, get) in scores {
+            let bars = models
+                .iter()
+                .map(|m| {
+                    rows.iter()
+                        .find(|(rm, rs, _)| rm == m && rs == set)
+                        .map(|(_, _, e)| {
+                            let e = get(e);
+                            Bar {
+                                value: 100.0 * e.value,
+                                lo: 100.0 * e.lo,
+                                hi: 100.0 * e.hi,
+                            }
+                        })
+                })
+                .collect();
+            groups.push((format!("{set}: {label}"), bars));
+        }
+    }
+    grouped_bars_svg(
+        "Rollout scores ×100 (95% intervals)",
+        &models,
+        &groups,
+        100.0,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_group_by_set_and_score_with_a_bar_per_model() {
+        let summary = |right: f64| EvalSummary {
+            right_tool: Estimate {
+                value: right,
+                lo: right - 0.1,
+                hi: right + 0.1,
+                n: 100,
+            },
+            ..EvalSummary::default()
+        };
+        let rows = vec![
+            ("fixed".to_string(), "original".to_string(), summary(0.9)),
+            ("fixed".to_string(), "heldout".to_string(), summary(0.2)),
+            ("hsa".to_string(), "original".to_string(), summary(0.9)),
+        ];
+        let svg = bars_svg(&rows);
+        assert!(svg.contains("original: right tool") && svg.contains("heldout: effectiveness"));
+        // 2 sets × 5 scores; fixed has all 10 bars, hsa only the 5 of `original`; plus 2 legend keys.
+        assert_eq!(svg.matches("<rect x=").count(), 10 + 5 + 2, "{svg}");
+        // Right tool 0.2 on the 0..100 axis (plot_h 240 from y = 36): bar top at 228, height 48.
+        assert!(
+            svg.contains("y=\"228.0\" width=\"16.0\" height=\"48.0\""),
+            "{svg}"
+        );
+    }
+}

@@ -256,6 +256,17 @@ impl Policy for OpenAi {
 mod tests {
     use super::*;
 
+    /// `msgs` as a conversation without tools, task or session.
+    fn conversation(msgs: &[Message]) -> Conversation<'_> {
+        Conversation {
+            messages: msgs,
+            tools: &[],
+            turn_start: 1,
+            task: None,
+            session: None,
+        }
+    }
+
     #[test]
     fn responses_parse_with_tool_calls_and_reasoning() {
         let text = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":null,"reasoning":"think",
@@ -282,13 +293,7 @@ mod tests {
         let client = OpenAi::new(cfg).unwrap();
         assert_eq!(client.endpoints.urls(), ["http://x/v1/chat/completions"]);
         let msgs = [Message::text(Role::User, "hi")];
-        let conv = Conversation {
-            messages: &msgs,
-            tools: &[],
-            turn_start: 1,
-            task: None,
-            session: None,
-        };
+        let conv = conversation(&msgs);
         let b = client.body(&conv);
         assert_eq!(b["messages"][0]["content"], "hi");
         assert!(b.get("tools").is_none());
@@ -304,13 +309,7 @@ mod tests {
         let mut reply = Message::text(Role::Assistant, "ok");
         SamplerLogprobs::from_ids(vec![5], &[-0.5]).attach(&mut reply);
         let msgs = [Message::text(Role::User, "hi"), reply];
-        let conv = Conversation {
-            messages: &msgs,
-            tools: &[],
-            turn_start: 1,
-            task: None,
-            session: None,
-        };
+        let conv = conversation(&msgs);
         let b = client.body(&conv);
         assert_eq!(b["logprobs"], true);
         assert!(b["messages"][1].get(sampler_logprobs::KEY).is_none());
@@ -322,13 +321,7 @@ mod tests {
         cfg.retries = 0;
         cfg.timeout = Duration::from_millis(500);
         let msgs = [Message::text(Role::User, "hi")];
-        let conv = Conversation {
-            messages: &msgs,
-            tools: &[],
-            turn_start: 1,
-            task: None,
-            session: None,
-        };
+        let conv = conversation(&msgs);
         let err = OpenAi::new(cfg).unwrap().respond(&conv).unwrap_err();
         assert!(format!("{err:#}").contains("127.0.0.1:9"), "{err:#}");
     }
