@@ -4,8 +4,8 @@ a three-digit product id from its prompt into its tool call? The same rows as `s
 --kind current` as our trainer sees them (the chat template rendered and tokenized by the checkpoint's own
 tokenizer: `hat chat render` + `hat tokenizer encode` of one record), with the id's three digit tokens
 drawn at random per row; loss on the assistant turn only, as `teacher-distill train`. Batches of 52 rows
-(~4,096 tokens), AdamW (betas 0.9/0.999, eps 1e-8, weight decay 0.01 on matrices), clip 1.0, learning rate
-1e-3 after 20 warm-up steps, held. Prints the held-out share of rows whose three digits are all the argmax
+(~2,900 tokens; our run's 4,096-token micro-batches hold ~73), AdamW (betas 0.9/0.999, eps 1e-8, weight
+decay 0.01 on matrices), clip 1.0, learning rate 1e-3 after 20 warm-up steps, held. Prints the held-out share of rows whose three digits are all the argmax
 (teacher-forced) every 100 steps.
 
     TOKENIZER_JSON=ckpt/tokenizer.json python3 scripts/copy_task_torch.py CONFIG_JSON TOKENS_JSON

@@ -45,6 +45,7 @@ for line in sys.stdin:
     rng = random.Random(f'{seed}:{r["id"]}')
     fresh = rng.sample(range(1000), len(found))
     mapping = {old: f'p{n:03d}' for old, n in zip(found, fresh)}
-    r['task'] = rename(r.get('task'), mapping)
+    if 'task' in r:
+        r['task'] = rename(r['task'], mapping)
     r['messages'] = rename(r['messages'], mapping)
     print(json.dumps(r, ensure_ascii=False))

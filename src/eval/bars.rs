@@ -12,6 +12,16 @@ pub struct Bar {
     pub hi: f64,
 }
 
+impl From<super::rollout::Estimate> for Bar {
+    fn from(e: super::rollout::Estimate) -> Bar {
+        Bar {
+            value: e.value,
+            lo: e.lo,
+            hi: e.hi,
+        }
+    }
+}
+
 /// Bars in `groups` (name, one optional bar per series — `None` leaves a gap), series named in
 /// `series`, values on a 0..=`max` axis.
 pub fn grouped_bars_svg(

@@ -116,29 +116,21 @@ impl Row {
 
     /// The QA-lite score of a set: solved tasks ×100.
     fn qa(&self, set: &str) -> Option<Estimate> {
-        self.summary(set).map(|s| percent(s.success))
+        self.summary(set).map(|s| s.success.percent())
     }
 
     /// IFEval-lite prompt-level strict accuracy ×100.
     fn ifeval_strict(&self) -> Option<Estimate> {
         self.ifeval.map(|i| {
             let r = i.prompt_strict;
-            percent(Estimate {
+            Estimate {
                 value: r.value,
                 lo: r.low,
                 hi: r.high,
                 n: r.total,
-            })
+            }
+            .percent()
         })
-    }
-}
-
-fn percent(e: Estimate) -> Estimate {
-    Estimate {
-        value: 100.0 * e.value,
-        lo: 100.0 * e.lo,
-        hi: 100.0 * e.hi,
-        n: e.n,
     }
 }
 
@@ -354,13 +346,7 @@ fn times(md: &mut String, dir: &Path) -> Result<()> {
 
 fn plot(rows: &[Row]) -> String {
     let series: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
-    let bar = |e: Option<Estimate>| {
-        e.map(|e| Bar {
-            value: e.value,
-            lo: e.lo,
-            hi: e.hi,
-        })
-    };
+    let bar = |e: Option<Estimate>| e.map(Bar::from);
     let mut groups: Vec<(String, Vec<Option<Bar>>)> = SETS
         .iter()
         .map(|(set, column)| {

@@ -50,6 +50,16 @@ impl Estimate {
         }
     }
 
+    /// The same estimate ×100 (a rate as points), n unchanged.
+    pub fn percent(self) -> Estimate {
+        Estimate {
+            value: 100.0 * self.value,
+            lo: 100.0 * self.lo,
+            hi: 100.0 * self.hi,
+            n: self.n,
+        }
+    }
+
     /// `0.650 [0.581, 0.713]`.
     pub fn display(&self) -> String {
         format!("{:.3} [{:.3}, {:.3}]", self.value, self.lo, self.hi)
@@ -229,14 +239,7 @@ pub fn bars_svg(rows: &[(String, String, EvalSummary)]) -> String {
                 .map(|m| {
                     rows.iter()
                         .find(|(rm, rs, _)| rm == m && rs == set)
-                        .map(|(_, _, e)| {
-                            let e = get(e);
-                            Bar {
-                                value: 100.0 * e.value,
-                                lo: 100.0 * e.lo,
-                                hi: 100.0 * e.hi,
-                            }
-                        })
+                        .map(|(_, _, e)| Bar::from(get(e).percent()))
                 })
                 .collect();
             groups.push((format!("{set}: {label}"), bars));
