@@ -48,16 +48,21 @@ impl Trajectory {
         Some(self)
     }
 
-    /// The conversation without its system prompt and tools (id suffixed `#dialogue`; judge scores
-    /// dropped, they judged the episode under its harness).
-    pub fn dialogue_only(mut self) -> Trajectory {
+    /// The conversation without its tools and its system prompt — except the prompt's sections whose
+    /// `#` heading contains one of `keep` (the room state, say) — as a record of its own (id suffixed
+    /// `#dialogue`; judge scores dropped, they judged the episode under its harness).
+    pub fn dialogue_only(mut self, keep: &[String]) -> Trajectory {
         // The prompt only: system messages later in the episode are hook feedback, part of the dialogue.
         if self
             .messages
             .first()
             .is_some_and(|m| matches!(m.role, Role::System | Role::Developer))
         {
-            self.messages.remove(0);
+            let prompt = self.messages.remove(0);
+            let kept = kept_sections(&prompt.text_content(), keep);
+            if !kept.is_empty() {
+                self.messages.insert(0, Message::text(prompt.role, kept));
+            }
         }
         self.tools.clear();
         self.id.push_str("#dialogue");
@@ -82,6 +87,32 @@ impl Trajectory {
             .unwrap_or(0) as usize;
         self.messages.get(start..).unwrap_or(&[])
     }
+}
+
+/// The sections of a prompt (a line starting with `#` up to the next such line) whose heading contains
+/// one of `keep`, joined by a blank line.
+fn kept_sections(prompt: &str, keep: &[String]) -> String {
+    let mut sections: Vec<Vec<&str>> = Vec::new();
+    let mut keeping = false;
+    for line in prompt.lines() {
+        if line.starts_with('#') {
+            keeping = keep.iter().any(|k| line.contains(k.as_str()));
+            if keeping {
+                sections.push(Vec::new());
+            }
+        }
+        if keeping {
+            sections
+                .last_mut()
+                .expect("pushed at its heading")
+                .push(line);
+        }
+    }
+    let sections: Vec<String> = sections
+        .iter()
+        .map(|s| s.join("\n").trim_end().to_string())
+        .collect();
+    sections.join("\n\n")
 }
 
 /// The eight intents of the live-room traffic mix (DESIGN §1).
@@ -605,11 +636,33 @@ mod tests {
         let mut with_script = rec.clone();
         with_script.messages = scripted.clone();
         assert_eq!(with_script.first_turn().unwrap().messages, scripted[..5]);
-        let dialogue = rec.clone().dialogue_only();
+        let dialogue = rec.clone().dialogue_only(&[]);
         assert_eq!(dialogue.id, "r1#dialogue");
         assert_eq!(dialogue.messages, rec.messages[1..]);
         assert!(dialogue.tools.is_empty() && dialogue.scores.is_empty());
         let no_assistant = cut_record(serde_json::json!([{"role": "user", "content": "hi"}]));
         assert_eq!(no_assistant.first_turn(), None);
+    }
+
+    #[test]
+    fn dialogue_only_keeps_the_prompt_sections_asked_for() {
+        let prompt = "# 角色 Role\nYou host.\n\n# 直播间状态 Room state\n- 1号链接 p007\n\n# 工具 Tools\nuse them\n# 当前讲解商品 Current product\np003\n";
+        let rec = cut_record(serde_json::json!([
+            {"role": "system", "content": prompt},
+            {"role": "user", "content": "这个多少钱"},
+        ]));
+        let keep = ["Room state".to_string(), "Current product".to_string()];
+        let kept = rec.clone().dialogue_only(&keep);
+        assert_eq!(
+            kept.messages[0],
+            Message::text(
+                Role::System,
+                "# 直播间状态 Room state\n- 1号链接 p007\n\n# 当前讲解商品 Current product\np003"
+            )
+        );
+        assert_eq!(kept.messages[1..], rec.messages[1..]);
+        // Nothing matches: no prompt at all, as without `keep`.
+        let none = rec.clone().dialogue_only(&["Catalog".to_string()]);
+        assert_eq!(none.messages, rec.messages[1..]);
     }
 }

@@ -7,6 +7,7 @@ use clap::Subcommand;
 
 use crate::jsonl::JsonlArgs;
 use crate::record::Trajectory;
+use crate::sim::fresh_ids::rename_product_ids;
 
 /// Subcommands of `hat records`.
 #[derive(Debug, Subcommand)]
@@ -31,6 +32,21 @@ pub enum RecordsCommand {
         /// --assistant-only-loss false`), at a tenth of a full record's tokens.
         #[arg(long)]
         dialogue_only: bool,
+        /// With `--dialogue-only`: keep the prompt's sections whose `#` heading contains one of these
+        /// (`'Room state|Current product'`), so a row keeps the ~200 tokens a decision needs (which
+        /// product the viewer means) without the ~2,500 of the whole harness.
+        #[arg(
+            long,
+            value_name = "A|B|…",
+            requires = "dialogue_only",
+            value_delimiter = '|'
+        )]
+        keep_sections: Vec<String>,
+        /// Rename every product id in each record (task and messages, consistently) to one drawn at
+        /// random for that record from this seed: memorising ids then lowers no loss, only copying
+        /// the id from the prompt does (`src/sim/fresh_ids.rs`).
+        #[arg(long, value_name = "SEED")]
+        rename_ids: Option<u64>,
     },
 }
 
@@ -41,6 +57,8 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
             io,
             first_turn: cut,
             dialogue_only,
+            keep_sections,
+            rename_ids,
         } => {
             let mut records = io.records::<Trajectory>()?;
             let mut writer = io.writer()?;
@@ -53,8 +71,12 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
                     Some(record)
                 };
                 let record = match record {
-                    Some(r) if *dialogue_only => Some(r.dialogue_only()),
+                    Some(r) if *dialogue_only => Some(r.dialogue_only(keep_sections)),
                     other => other,
+                };
+                let record = match (record, rename_ids) {
+                    (Some(r), Some(seed)) => Some(rename_product_ids(r, *seed)?),
+                    (other, _) => other,
                 };
                 if let Some(r) = record {
                     writer.write(&r)?;

@@ -55,6 +55,18 @@ impl Rng {
             items.swap(i, self.below(i + 1));
         }
     }
+
+    /// `k` distinct numbers below `n` (`k ≤ n`), drawn uniformly, in draw order.
+    pub fn distinct(&mut self, n: usize, k: usize) -> Vec<usize> {
+        let mut all: Vec<usize> = (0..n).collect();
+        // A partial Fisher–Yates shuffle: place i takes a uniform pick of what is left.
+        for i in 0..k {
+            let j = i + self.below(n - i);
+            all.swap(i, j);
+        }
+        all.truncate(k);
+        all
+    }
 }
 
 fn mix(mut z: u64) -> u64 {
@@ -83,5 +95,23 @@ mod tests {
         );
         let mut r = Rng::new(1);
         assert!((0..1000).all(|_| r.below(3) < 3));
+    }
+
+    #[test]
+    fn distinct_draws_each_number_at_most_once_and_all_of_them_evenly() {
+        let mut r = Rng::new(3);
+        let mut first = [0usize; 10];
+        for _ in 0..5000 {
+            let d = r.distinct(10, 4);
+            let mut sorted = d.clone();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(sorted.len(), 4);
+            assert!(d.iter().all(|&x| x < 10));
+            first[d[0]] += 1;
+        }
+        // Each number leads ~500 times in 5000 draws (binomial sd ~21).
+        assert!(first.iter().all(|&c| (400..600).contains(&c)), "{first:?}");
+        assert_eq!(r.distinct(5, 5).len(), 5);
     }
 }

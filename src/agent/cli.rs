@@ -24,7 +24,7 @@ use crate::policy::oracle::Oracle;
 use crate::policy::reading::ReadingOracle;
 use crate::policy::Policy;
 use crate::record::{Names, Trajectory};
-use crate::sim::cli::{self as sim_cli, CatalogArgs, CatalogSource, TasksArgs};
+use crate::sim::cli::{self as sim_cli, CatalogArgs, CatalogSource, CopyTaskArgs, TasksArgs};
 use crate::sim::faults::FaultPlan;
 
 #[derive(Debug, Subcommand)]
@@ -33,6 +33,9 @@ pub enum SimCommand {
     Catalog(CatalogArgs),
     /// Generate viewer tasks (JSONL trajectories with `task` and the viewer's messages).
     Tasks(TasksArgs),
+    /// Generate copy rows (JSONL records): the curriculum that teaches a model to copy a product id
+    /// from its prompt into a tool call (`src/sim/copy_task.rs`).
+    CopyTask(CopyTaskArgs),
     /// Run a policy on tasks under a harness; write trajectories, print a success summary on stderr.
     Rollout(RolloutArgs),
 }
@@ -179,6 +182,7 @@ pub fn run(cmd: &SimCommand, err: &mut dyn std::io::Write) -> Result<i32> {
     match cmd {
         SimCommand::Catalog(a) => sim_cli::catalog(a),
         SimCommand::Tasks(a) => sim_cli::tasks(a, err),
+        SimCommand::CopyTask(a) => sim_cli::copy_task(a, err),
         SimCommand::Rollout(a) => rollout(a, err),
     }
 }

@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use super::catalog::{Catalog, Split};
+use super::copy_task::{copy_rows, CopyKind};
 use super::served::Served;
 use super::tasks::{self, Mix, TaskConfig};
 use crate::harness::problem::problems_error;
@@ -86,6 +87,45 @@ pub struct TasksArgs {
     pub catalog: CatalogSource,
     #[arg(short, long, default_value = "-")]
     pub output: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CopyTaskArgs {
+    #[arg(long, default_value_t = 20000)]
+    pub n: usize,
+    /// Kinds of row, dealt round-robin: `current` (one id), `link` (a queue named by `N号链接`),
+    /// `title` (a queue of catalog titles, named by title).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "current,link,title"
+    )]
+    pub kinds: Vec<CopyKind>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where the `title` rows' titles come from (the ids are drawn fresh).
+    #[command(flatten)]
+    pub catalog: CatalogSource,
+    #[arg(short, long, default_value = "-")]
+    pub output: String,
+}
+
+/// `hat sim copy-task`: copy rows as JSONL, a one-line count on `err`.
+pub fn copy_task(a: &CopyTaskArgs, err: &mut dyn std::io::Write) -> Result<i32> {
+    let rows = copy_rows(a.n, &a.kinds, &a.catalog.load()?, a.seed)?;
+    let mut w = JsonlWriter::create(&a.output)?;
+    for r in &rows {
+        w.write(r)?;
+    }
+    w.finish()?;
+    writeln!(
+        err,
+        "hat sim copy-task: {} rows (seed {})",
+        rows.len(),
+        a.seed
+    )?;
+    Ok(0)
 }
 
 /// `hat sim catalog`: a generated catalog as pretty JSON.
