@@ -19,6 +19,7 @@ use clap::ValueEnum;
 use serde_json::json;
 
 use super::catalog::Catalog;
+use super::fresh_ids::{fresh_id, ID_SPACE};
 use crate::record::Trajectory;
 use crate::rng::Rng;
 
@@ -64,8 +65,11 @@ fn row(
     seed: u64,
     rng: &mut Rng,
 ) -> Result<Trajectory> {
-    let ids = rng.distinct(1000, 5);
-    let ids: Vec<String> = ids.iter().map(|n| format!("p{n:03}")).collect();
+    let ids: Vec<String> = rng
+        .distinct(ID_SPACE, 5)
+        .into_iter()
+        .map(fresh_id)
+        .collect();
     let queue_len = 3 + rng.below(3);
     let pick = rng.below(queue_len);
     let (system, user, target) = match kind {

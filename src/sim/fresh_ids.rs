@@ -10,8 +10,13 @@ use serde_json::Value;
 use crate::record::Trajectory;
 use crate::rng::Rng;
 
-/// Ids a renamed record draws from: `p000` … `p999`.
-const ID_SPACE: usize = 1000;
+/// How many fresh ids there are: `p000` … `p999`.
+pub const ID_SPACE: usize = 1000;
+
+/// The fresh id numbered `n` (below [`ID_SPACE`]).
+pub fn fresh_id(n: usize) -> String {
+    format!("p{n:03}")
+}
 
 /// `record` with its product ids renamed; the draw depends on `seed` and the record's id only, so the
 /// same record gets the same ids in any file and order.
@@ -37,7 +42,7 @@ pub fn rename_product_ids(record: Trajectory, seed: u64) -> Result<Trajectory> {
             .iter()
             .position(|f| f == old)
             .expect("collected above");
-        format!("p{:03}", fresh[k])
+        fresh_id(fresh[k])
     };
     for key in ["task", "messages"] {
         visit_strings(&mut value[key], &mut |s| *s = replace_ids(s, &rename));
