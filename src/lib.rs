@@ -8,6 +8,7 @@ pub mod chat;
 pub mod distill;
 pub mod eval;
 pub mod evolve;
+pub mod fresh_ids;
 pub mod fuzz;
 pub mod general;
 pub mod harness;

@@ -5,9 +5,9 @@ use std::io::Write;
 use anyhow::Result;
 use clap::Subcommand;
 
+use crate::fresh_ids::rename_product_ids;
 use crate::jsonl::JsonlArgs;
 use crate::record::Trajectory;
-use crate::sim::fresh_ids::rename_product_ids;
 
 /// Subcommands of `hat records`.
 #[derive(Debug, Subcommand)]
@@ -44,7 +44,7 @@ pub enum RecordsCommand {
         keep_sections: Vec<String>,
         /// Rename every product id in each record (task and messages, consistently) to one drawn at
         /// random for that record from this seed: memorising ids then lowers no loss, only copying
-        /// the id from the prompt does (`src/sim/fresh_ids.rs`).
+        /// the id from the prompt does (`src/fresh_ids.rs`).
         #[arg(long, value_name = "SEED")]
         rename_ids: Option<u64>,
     },

@@ -19,7 +19,7 @@ use clap::ValueEnum;
 use serde_json::json;
 
 use super::catalog::Catalog;
-use super::fresh_ids::{fresh_id, ID_SPACE};
+use crate::fresh_ids::{fresh_id, ID_SPACE};
 use crate::record::Trajectory;
 use crate::rng::Rng;
 

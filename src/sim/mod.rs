@@ -6,7 +6,6 @@ pub mod cli;
 pub mod context;
 pub mod copy_task;
 pub mod faults;
-pub mod fresh_ids;
 pub mod noise;
 pub mod phrasing;
 pub mod sandbox;
