@@ -144,6 +144,13 @@ fn paired_comparison_counts_the_discordant_prompts() {
     let c = compare(&a, &b, Level::Prompt, Strictness::Strict).unwrap();
     assert_eq!((c.cases, c.wins, c.losses, c.ties), (24, 0, 12, 12));
     assert_eq!((c.rate_a, c.rate_b), (1.0, 0.5));
+    assert_eq!(c.difference, -0.5);
+    assert!(
+        c.difference_low < -0.5 && -0.5 < c.difference_high && c.difference_high < 0.0,
+        "a drop of half the prompts, all discordant the same way: [{}, {}]",
+        c.difference_low,
+        c.difference_high
+    );
     assert!(
         (c.p_value - 2.0 * 0.5f64.powi(12)).abs() < 1e-12,
         "{}",

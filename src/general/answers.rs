@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::judge::ifeval::files::Evaluated;
-use crate::judge::stats::sign_test;
+use crate::judge::stats::{paired_difference_interval, sign_test};
 
 /// One answered prompt: `hat general eval --answers` writes one per line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,6 +81,11 @@ pub struct PairedComparison {
     /// B fails where A passes.
     pub losses: u64,
     pub ties: u64,
+    /// `rate_b − rate_a`, with its 95% paired interval ([`paired_difference_interval`]; at the
+    /// instruction level it treats a prompt's instructions as independent, so it is a little narrow).
+    pub difference: f64,
+    pub difference_low: f64,
+    pub difference_high: f64,
     /// Exact two-sided sign test on wins vs losses.
     pub p_value: f64,
 }
@@ -88,14 +93,17 @@ pub struct PairedComparison {
 impl PairedComparison {
     pub fn markdown(&self, a: &str, b: &str) -> String {
         format!(
-            "| level | mode | n | {a} | {b} | B wins | B losses | ties | p (sign test) |\n\
-             |---|---|---|---|---|---|---|---|---|\n\
-             | {:?} | {:?} | {} | {:.3} | {:.3} | {} | {} | {} | {:.4} |",
+            "| level | mode | n | {a} | {b} | B − A [95% CI] | B wins | B losses | ties | p (sign test) |\n\
+             |---|---|---|---|---|---|---|---|---|---|\n\
+             | {:?} | {:?} | {} | {:.3} | {:.3} | {:+.3} [{:+.3}, {:+.3}] | {} | {} | {} | {:.4} |",
             self.level,
             self.mode,
             self.cases,
             self.rate_a,
             self.rate_b,
+            self.difference,
+            self.difference_low,
+            self.difference_high,
             self.wins,
             self.losses,
             self.ties,
@@ -151,6 +159,7 @@ pub fn compare(
     if cases == 0 {
         bail!("A and B share no prompt id: nothing to compare");
     }
+    let (difference_low, difference_high) = paired_difference_interval(wins, losses, cases as u64);
     Ok(PairedComparison {
         level,
         mode,
@@ -159,6 +168,9 @@ pub fn compare(
         only_in_b: b.keys().filter(|k| !a.contains_key(*k)).count(),
         rate_a: pass_a as f64 / cases as f64,
         rate_b: pass_b as f64 / cases as f64,
+        difference: (pass_b as f64 - pass_a as f64) / cases as f64,
+        difference_low,
+        difference_high,
         wins,
         losses,
         ties,

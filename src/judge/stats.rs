@@ -136,6 +136,20 @@ pub fn wilson(k: u64, n: u64) -> (f64, f64) {
     ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
+/// The 95% interval of a paired difference of rates, B's minus A's, from the discordant counts — `wins`
+/// (B right, A wrong) and `losses` (the reverse) — of `n` paired cases: Agresti and Min's (2005) Wald
+/// interval with ½ added to each cell of the 2×2 table, which keeps its coverage near 95% for small and
+/// lopsided counts where the plain Wald interval fails. Clamped to [−1, 1]; `n = 0` gives (−1, 1).
+pub fn paired_difference_interval(wins: u64, losses: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (-1.0, 1.0);
+    }
+    let (b, c, n) = (wins as f64 + 0.5, losses as f64 + 0.5, n as f64 + 2.0);
+    let d = (b - c) / n;
+    let half = 1.959_963_984_540_054 * ((b + c) - (b - c).powi(2) / n).sqrt() / n;
+    ((d - half).max(-1.0), (d + half).min(1.0))
+}
+
 /// The mean of `values` with its 95% normal-approximation interval (mean ± 1.96·s/√n, s the sample
 /// standard deviation), for per-episode scores in [0, 1] that are not plain 0/1 outcomes. Fewer than
 /// two values give the whole range as the interval.
@@ -179,6 +193,25 @@ mod tests {
         assert_eq!(sign_test(5, 10), 1.0);
         assert!((sign_test(0, 1) - 1.0).abs() < 1e-12);
         assert!((sign_test(0, 5) - 0.0625).abs() < 1e-12);
+    }
+
+    #[test]
+    fn paired_difference_intervals_of_agresti_and_min() {
+        // Computed by hand from the paper's formula: (b+½ − c−½)/(n+2) ± 1.96·√((b+c+1) − (b−c)²/(n+2))/(n+2).
+        for (w, l, n, lo, hi) in [
+            (1, 63, 483, -0.158_365_0, -0.097_305_1),
+            (19, 0, 200, 0.052_651_2, 0.135_467_6),
+            (0, 0, 10, -0.163_330_3, 0.163_330_3),
+        ] {
+            let (a, b) = paired_difference_interval(w, l, n);
+            assert!(
+                (a - lo).abs() < 1e-6 && (b - hi).abs() < 1e-6,
+                "{w}/{l}/{n}: ({a}, {b})"
+            );
+        }
+        // All ten discordant for B: the interval is clamped at 1.
+        assert_eq!(paired_difference_interval(10, 0, 10).1, 1.0);
+        assert_eq!(paired_difference_interval(0, 0, 0), (-1.0, 1.0));
     }
 
     #[test]
