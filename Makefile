@@ -212,20 +212,24 @@ rl: build
 		--n $(RL_EVAL_TASKS) --faults $(FAULTS) --seed $(SEED) $(CATALOG) --episodes $(RL)/eval.jsonl \
 		--summary $(RL)/eval.json | tee $(RL)/eval.md
 
-# Stage 2 on the embedded default: a general ability to keep, domain SFT that erodes it, OPD that restores it.
+# Stage 2 on the embedded default: a general ability to keep, domain SFT that erodes it, OPD that restores it
+# (docs/opd.md has the figures of this recipe).
 #  general  seeded general prompts with verifiable IFEval instructions (train with teacher answers, held-out eval)
 #  base     the general stage: general SFT + the dialogue language modelling of distill-base, from scratch
+#           (IFEval-lite plateaus by ~1,000–2,000 steps)
 #  sft      fixed-harness SFT from that base (original-harness episodes only)
 #  opd      OPD from the SFT model with the base as teacher, IFEval-lite every OPD_EVAL_STEPS steps
-#  eval     IFEval-lite of base, SFT and OPD (table.md), and the right tool of SFT and OPD in the simulator
+#  eval     IFEval-lite of base, SFT and OPD with per-prompt answers, the paired drop (base → SFT) and
+#           recovery (SFT → OPD, base → OPD) at all four levels (ifeval-lite.md), and the right tool of SFT
+#           and OPD in the simulator (eval.md)
 OPD := $(OUT)/opd
-GENERAL_TRAIN ?= 4000
+GENERAL_TRAIN ?= 8000
 GENERAL_EVAL ?= 200
-GENERAL_STEPS ?= 300
-OPD_SFT_STEPS ?= 400
-OPD_STEPS ?= 60
-OPD_EVAL_STEPS ?= 20
-OPD_LR ?= 3e-4
+GENERAL_STEPS ?= 2000
+OPD_SFT_STEPS ?= 300
+OPD_STEPS ?= 200
+OPD_EVAL_STEPS ?= 50
+OPD_LR ?= 1e-3
 opd: build distill-data
 	@mkdir -p $(OPD)
 	$(HAT) general prompts --split train --n $(GENERAL_TRAIN) --seed $(SEED) -o $(OPD)/general-train.jsonl
@@ -234,16 +238,20 @@ opd: build distill-data
 	$(BASE_TRAIN) --records $(OPD)/base-records.jsonl --tokenizer $(DISTILL)/tokenizer \
 		--max-steps $(GENERAL_STEPS) --save-steps $(GENERAL_STEPS) --out $(OPD)/base
 	$(TD) train --records $(DISTILL)/teacher.original.jsonl --model-init $(call newest,$(OPD)/base) \
-		--tokenizer $(DISTILL)/tokenizer --max-steps $(OPD_SFT_STEPS) --learning-rate $(DISTILL_LR) \
+		--tokenizer $(DISTILL)/tokenizer --max-steps $(OPD_SFT_STEPS) --learning-rate $(DISTILL_LR) --eval-steps 0 \
 		--batch-tokens $(DISTILL_BATCH_TOKENS) --save-steps $(OPD_SFT_STEPS) --seed $(SEED) --out $(OPD)/sft --overwrite-output-dir
 	$(BIN)/opd --model $(call newest,$(OPD)/sft) --teacher $(call newest,$(OPD)/base) --prompts $(OPD)/general-train.jsonl \
 		--eval-prompts $(OPD)/general-eval.jsonl --eval-limit $(GENERAL_EVAL) --eval-steps $(OPD_EVAL_STEPS) \
-		--max-steps $(OPD_STEPS) --learning-rate $(OPD_LR) --seed $(SEED) --out $(OPD)/model --overwrite-output-dir
-	for m in base sft model; do echo "$$m $$($(HAT) general eval --model $$(ls -d $(OPD)/$$m/checkpoint-* | tail -1) \
-		--input $(OPD)/general-eval.jsonl 2>/dev/null)"; done | tee $(OPD)/ifeval-lite.txt
+		--max-steps $(OPD_STEPS) --save-steps $(OPD_EVAL_STEPS) --learning-rate $(OPD_LR) --seed $(SEED) \
+		--out $(OPD)/model --overwrite-output-dir
+	for m in base sft model; do $(HAT) general eval --model $(call newest,$(OPD)/$$m) --input $(OPD)/general-eval.jsonl \
+		--answers $(OPD)/$$m-answers.jsonl > $(OPD)/$$m-ifeval.json 2> /dev/null; done
+	for pair in "base sft" "sft model" "base model"; do set -- $$pair; for level in prompt instruction; do \
+		for mode in strict loose; do echo -n "| $$1 → $$2 "; $(HAT) general compare $(OPD)/$$1-answers.jsonl \
+		$(OPD)/$$2-answers.jsonl --level $$level --mode $$mode 2>&1 > /dev/null | tail -1; done; done; done | tee $(OPD)/ifeval-lite.md
 	$(TD) eval --model sft=$(call newest,$(OPD)/sft) --model opd=$(call newest,$(OPD)/model) --set original=$(HARNESS) \
 		--tasks $(DISTILL)/tasks.primary.jsonl --n $(DISTILL_ROLLOUTS) --seed $(SEED) $(CATALOG) \
-		--summary $(OPD)/eval.json | tee $(OPD)/eval.md
+		--episodes $(OPD)/eval.jsonl --summary $(OPD)/eval.json | tee $(OPD)/eval.md
 
 # --- make reproduce (issue 25): the paper's table at toy scale, every stage a target over files ---
 # data     the distill-data sets under $(REPRO)/data, general prompts (train with answers, held-out eval),
@@ -262,9 +270,9 @@ opd: build distill-data
 # follows it. HARNESS=harness-samples/aftersales make reproduce runs it on another harness.
 REPRO ?= $(OUT)/reproduce
 R_DATA = $(REPRO)/data
-R_BASE_STEPS ?= $(DISTILL_BASE_STEPS)
+R_BASE_STEPS ?= $(GENERAL_STEPS)
 R_SFT_STEPS ?= 200
-R_OPD_STEPS ?= 40
+R_OPD_STEPS ?= $(OPD_STEPS)
 R_RL_STEPS ?= 20
 R_EVAL_TASKS ?= 200
 # Longest reply (tokens) in the rollout evals and IFEval-lite answers.
