@@ -46,3 +46,15 @@ for o in opd1e3 opd400; do python3 recovery.py base-answers.jsonl sft-answers.js
 $B/teacher-distill eval --model sft=sft/checkpoint-000300 --model opd-lr1e-3=opd-lr1e-3/checkpoint-000200 \
   --model opd-400=opd-400/checkpoint-000400 --set original=harness-samples/taolive --tasks $D/tasks.primary.jsonl \
   --n 200 --seed 1 --products 600 --episodes eval-episodes.jsonl --summary eval.json > eval.md
+# gjsd with half the prompts from the original harness's episodes (the base still the teacher), 50 steps
+$B/opd --loss gjsd --beta 0.5 --temperature 1 --model sft/checkpoint-000300 --teacher base/checkpoint-002000 \
+  --prompts general-train.jsonl --domain-prompts $D/teacher.original.jsonl --domain-share 0.5 \
+  --eval-prompts general-eval.jsonl --eval-limit 200 --eval-steps 50 --max-steps 50 --save-steps 25 \
+  --learning-rate 1e-3 --seed 1 --out opd-gjsd-mix --overwrite-output-dir
+for m in opd-gjsd/checkpoint-000150:gjsd opd-gjsd/checkpoint-000050:gjsd50 opd-gjsd-mix/checkpoint-000050:mix; do
+  $B/hat general eval --model ${m%%:*} --input general-eval.jsonl --limit 200 --answers ${m##*:}-answers.jsonl
+done
+for m in opd-gjsd/checkpoint-000150:opd-gjsd opd-gjsd/checkpoint-000050:opd-gjsd-50 opd-gjsd-mix/checkpoint-000050:opd-gjsd-mix; do
+  $B/teacher-distill eval --model sft=sft/checkpoint-000300 --model ${m##*:}=${m%%:*} --set original=harness-samples/taolive \
+    --tasks $D/tasks.primary.jsonl --n 200 --seed 1 --products 600 --episodes eval-${m##*:}.jsonl > eval-${m##*:}.md
+done
