@@ -542,6 +542,15 @@ pub fn temp_path_for(target: &Path) -> PathBuf {
     target.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
+/// Write `records` as a JSONL file (moved into place when complete) or to stdout for `-`.
+pub fn write_all<T: Serialize>(path: &str, records: &[T]) -> Result<()> {
+    let mut w = JsonlWriter::create(path)?;
+    for r in records {
+        w.write(r)?;
+    }
+    w.finish()
+}
+
 /// Read a whole JSONL file (or stdin) into memory, failing on the first bad line. For small inputs.
 pub fn read_all<T: DeserializeOwned + Keyed>(path: &str) -> Result<Vec<T>> {
     Records::new(LineReader::open(path)?, OnError::Fail).collect()

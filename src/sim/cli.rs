@@ -12,7 +12,7 @@ use super::served::Served;
 use super::tasks::{self, Mix, TaskConfig};
 use crate::harness::problem::problems_error;
 use crate::harness::{serves, Harness};
-use crate::jsonl::JsonlWriter;
+use crate::jsonl;
 
 #[derive(Debug, Args)]
 pub struct CatalogSource {
@@ -114,11 +114,7 @@ pub struct CopyTaskArgs {
 /// `hat sim copy-task`: copy rows as JSONL, a one-line count on `err`.
 pub fn copy_task(a: &CopyTaskArgs, err: &mut dyn std::io::Write) -> Result<i32> {
     let rows = copy_rows(a.n, &a.kinds, &a.catalog.load()?, a.seed)?;
-    let mut w = JsonlWriter::create(&a.output)?;
-    for r in &rows {
-        w.write(r)?;
-    }
-    w.finish()?;
+    jsonl::write_all(&a.output, &rows)?;
     writeln!(
         err,
         "hat sim copy-task: {} rows (seed {})",
@@ -162,11 +158,7 @@ pub fn tasks(a: &TasksArgs, err: &mut dyn std::io::Write) -> Result<i32> {
     cfg.noise = a.noise;
     cfg.viewers_per_room = a.viewers_per_room as usize;
     let out = tasks::generate(&catalog, &cfg, a.n)?;
-    let mut w = JsonlWriter::create(&a.output)?;
-    for t in &out {
-        w.write(t)?;
-    }
-    w.finish()?;
+    jsonl::write_all(&a.output, &out)?;
     writeln!(
         err,
         "hat sim tasks: {} {} tasks, {} phrasings (seed {})",
