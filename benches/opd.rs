@@ -18,7 +18,7 @@ use burn::backend::{Autodiff, NdArray};
 use hat::general::prompts::{generate, Split};
 use hat::model::presets::preset;
 use hat::model::CausalLm;
-use hat::opd::cli::prompt_of;
+use hat::opd::cli::prompts_of;
 use hat::opd::reverse_kl::{LossFn, ReverseKlConfig};
 use hat::opd::trainer::{train, OpdConfig, OpdLoss, RunInputs};
 use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
@@ -61,7 +61,7 @@ fn main() {
     let prompts: Vec<_> = rows
         .iter()
         .enumerate()
-        .map(|(i, r)| prompt_of(r, "bench", i + 1).unwrap())
+        .flat_map(|(i, r)| prompts_of(r, "bench", i + 1).unwrap())
         .collect();
     println!("preset | sampling tok/s | teacher tok/s | update tok/s | sampled tokens/step");
     for name in presets.split(',') {

@@ -239,13 +239,73 @@ fn prompt_logprobs_are_read_under_the_prompts_own_ids() {
     assert!(read_prompt_logprobs(&serde_json::json!(null), &[1]).is_err());
 }
 
+/// A live-room trajectory: a tool call, its result, the reply.
+fn trajectory(id: &str) -> Value {
+    serde_json::json!({
+        "id": id,
+        "tools": [{"type": "function", "function": {"name": "get_product_detail",
+            "description": "a product's details",
+            "parameters": {"type": "object", "properties": {"product_id": {"type": "string"}}}}}],
+        "messages": [
+            {"role": "system", "content": "You host a live shopping stream."},
+            {"role": "user", "content": "how heavy are the shoes?"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "get_product_detail", "arguments": "{\"product_id\":\"p092\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "{\"weight\":\"230 g\"}"},
+            {"role": "assistant", "content": "About 230 g."}
+        ]
+    })
+}
+
+#[test]
+fn every_assistant_turn_of_a_trajectory_is_a_prompt() {
+    use hat::opd::cli::prompts_of;
+    let p = prompts_of(&trajectory("t"), "rows.jsonl", 3).unwrap();
+    assert_eq!(p.len(), 2);
+    assert_eq!((p[0].id.as_str(), p[1].id.as_str()), ("t", "t#4"));
+    assert_eq!(
+        p[0].conversation.len(),
+        2,
+        "system and viewer before the call"
+    );
+    assert_eq!(
+        p[1].conversation.len(),
+        4,
+        "and the call and its result before the reply"
+    );
+    assert_eq!(
+        p[1].conversation[2]["content"], "",
+        "a call's null content is rendered as training renders it"
+    );
+    assert_eq!(
+        (p[0].answer.as_deref(), p[1].answer.as_deref()),
+        (None, Some("About 230 g."))
+    );
+    assert!(p
+        .iter()
+        .all(|p| p.tools.as_ref().is_some_and(|t| t.len() == 1)));
+
+    let general = serde_json::json!({"messages": [{"role": "user", "content": "Write a haiku."},
+        {"role": "assistant", "content": "Leaves."}]});
+    let g = prompts_of(&general, "rows.jsonl", 4).unwrap();
+    assert_eq!(g.len(), 1);
+    assert_eq!(
+        (g[0].id.as_str(), g[0].tools.is_none()),
+        ("rows.jsonl:4", true)
+    );
+
+    let bad = serde_json::json!({"messages": [{"role": "assistant", "content": "hi"}]});
+    let e = prompts_of(&bad, "rows.jsonl", 7).unwrap_err().to_string();
+    assert!(e.contains("rows.jsonl:7") && e.contains("messages"), "{e}");
+}
+
 mod end_to_end {
     use super::*;
     use hat::general::prompts::{generate, Split};
     use hat::judge::ifeval::InputExample;
     use hat::model::presets::preset;
     use hat::model::CausalLm;
-    use hat::opd::cli::prompt_of;
+    use hat::opd::cli::prompts_of;
     use hat::opd::reverse_kl::{LossFn, ReverseKlConfig};
     use hat::opd::teacher::check_compatible;
     use hat::opd::trainer::{train, OpdConfig, OpdLoss, RunInputs};
@@ -282,7 +342,7 @@ mod end_to_end {
         let dir = tempfile::tempdir().unwrap();
         save_hf(&tok, dir.path(), QWEN3_CHAT_TEMPLATE, 1024).unwrap();
         let mut cfg = preset("tiny", Some(tok.get_vocab_size(true))).unwrap();
-        cfg.max_position_embeddings = 384;
+        cfg.max_position_embeddings = 1024;
         let m = CausalLm::<NdArray<f32>>::init(&cfg, seed, &Default::default()).unwrap();
         hat::model::io::checkpoint::save(&m, dir.path(), Default::default()).unwrap();
         dir
@@ -346,11 +406,11 @@ mod end_to_end {
             .iter()
             .map(|r| serde_json::to_value(r).unwrap())
             .collect();
-        rows.push(serde_json::json!({"prompt": "tea ".repeat(400)}));
+        rows.push(serde_json::json!({"prompt": "tea ".repeat(1200)}));
         let prompts: Vec<_> = rows
             .iter()
             .enumerate()
-            .map(|(i, r)| prompt_of(r, "rows", i + 1).unwrap())
+            .flat_map(|(i, r)| prompts_of(r, "rows", i + 1).unwrap())
             .collect();
         let eval: Vec<InputExample> = generate(Split::Eval, 4, 1)
             .iter()
@@ -452,6 +512,94 @@ mod end_to_end {
         );
     }
 
+    #[test]
+    fn a_domain_teacher_scores_the_domain_prompts() {
+        use hat::opd::teacher::Teachers;
+        let student = model_dir(1, 500);
+        let base = model_dir(2, 500);
+        let general: Vec<_> = generate(Split::Train, 6, 1)
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| {
+                prompts_of(&serde_json::to_value(r).unwrap(), "rows", i + 1).unwrap()
+            })
+            .collect();
+        let domain: Vec<_> = (0..3)
+            .flat_map(|i| prompts_of(&trajectory(&format!("d{i}")), "domain", i + 1).unwrap())
+            .collect();
+        let reverse_kl = OpdLoss::ReverseKl(ReverseKlConfig {
+            kl_penalty_coef: 1.0,
+            kl_discount_factor: 0.0,
+            loss_fn: LossFn::ImportanceSampling,
+            epsilon: 0.2,
+        });
+        let run = |domain_teacher: bool, loss: OpdLoss, share: f64| {
+            let out = tempfile::tempdir().unwrap();
+            let mut cfg = config(loss);
+            (cfg.domain_share, cfg.prompts_per_step, cfg.eval_steps) = (share, 6, 0);
+            let inputs = RunInputs {
+                prompts: &general,
+                domain: &domain,
+                eval: &[],
+                tokenizer_dir: student.path(),
+                out: out.path(),
+            };
+            let device = Default::default();
+            let load = |dir: &Path| CausalLm::<B>::load(dir, &device).unwrap();
+            let teachers = Teachers {
+                general: load(base.path()).into(),
+                domain: domain_teacher.then(|| load(student.path()).into()),
+            };
+            train::<B>(
+                &cfg,
+                load(student.path()),
+                teachers,
+                &inputs,
+                false,
+                &AtomicBool::new(false),
+                &device,
+            )
+            .unwrap();
+            metrics(out.path())
+        };
+        // Step 1's samples come from the student's own weights, so a domain teacher that is the
+        // student scores them as the sampler did: no divergence on the domain prompts, while the
+        // general ones still diverge from the other model.
+        let first = &run(true, reverse_kl, 0.5)[0];
+        assert!(first["prompts/domain"].as_u64().unwrap() > 0, "{first}");
+        assert!(
+            first["reverse_kl/domain"].as_f64().unwrap().abs() < 1e-4,
+            "{first}"
+        );
+        assert!(
+            first["reverse_kl"].as_f64().unwrap().abs() > 1e-3,
+            "{first}"
+        );
+        let single = &run(false, reverse_kl, 0.5)[0];
+        assert_eq!(
+            single["prompts/domain"], first["prompts/domain"],
+            "the same draws"
+        );
+        assert!(
+            single["reverse_kl/domain"].as_f64().unwrap().abs() > 1e-3,
+            "{single}"
+        );
+        // The full-vocabulary update compares each micro-batch with its own teacher: on domain
+        // prompts only, with the student as their teacher, the divergence is 0 (the gradient is the
+        // router's balance loss alone).
+        let gjsd = OpdLoss::Gjsd {
+            loss: GjsdConfig {
+                beta: 0.5,
+                temperature: 1.0,
+            },
+            lmbda: 1.0,
+        };
+        let own = &run(true, gjsd, 1.0)[0];
+        assert!(own["loss"].as_f64().unwrap().abs() < 1e-6, "{own}");
+        let mixed = &run(true, gjsd, 0.5)[0];
+        assert!(mixed["loss"].as_f64().unwrap() > 1e-4, "{mixed}");
+    }
+
     /// Our `serve` on a checkpoint, in the background of its own runtime: `(runtime, server, base URL)`.
     fn serve(
         dir: &Path,
@@ -539,7 +687,7 @@ mod end_to_end {
         let prompts: Vec<_> = rows
             .iter()
             .enumerate()
-            .map(|(i, r)| prompt_of(r, "rows", i + 1).unwrap())
+            .flat_map(|(i, r)| prompts_of(r, "rows", i + 1).unwrap())
             .collect();
 
         // Teacher log-probs of the student's samples, both ways.
@@ -550,17 +698,13 @@ mod end_to_end {
             Some(hat::chat::ChatTemplate::from_model_dir(student.path()).unwrap()),
         )
         .unwrap();
-        let conversations: Vec<(String, Vec<Value>)> = prompts
-            .iter()
-            .map(|p| (p.id.clone(), p.conversation.clone()))
-            .collect();
+        let refs: Vec<&hat::opd::trainer::Prompt> = prompts.iter().collect();
         let params = SamplingParams {
             temperature: 1.0,
             max_tokens: 24,
             ..SamplingParams::default()
         };
-        let samples =
-            hat::opd::sample::sample(&generator, &conversations, 2, &params, 5, 0).unwrap();
+        let samples = hat::opd::sample::sample(&generator, &refs, 2, &params, 5, 0).unwrap();
         assert_eq!(samples.views.len(), 12);
         let t = CausalLm::<B>::load(teacher.path(), &device)
             .unwrap()
@@ -682,14 +826,13 @@ mod end_to_end {
     /// the general draws exactly as they were, 1 replaces all of them, and the same seed draws the same.
     #[test]
     fn domain_share_mixes_a_seeded_share_of_domain_prompts() {
-        use hat::opd::mix::step_prompts;
+        use hat::opd::mix::{step_prompts, Source};
         use hat::opd::trainer::Prompt;
         let make = |prefix: &str, n: usize| -> Vec<Prompt> {
             (0..n)
                 .map(|i| Prompt {
                     id: format!("{prefix}{i}"),
-                    conversation: Vec::new(),
-                    answer: None,
+                    ..Prompt::default()
                 })
                 .collect()
         };
@@ -697,7 +840,10 @@ mod end_to_end {
         let ids = |share: f64, seed: u64| -> Vec<String> {
             (0..200)
                 .flat_map(|step| step_prompts(&general, &domain, share, seed, step, 8))
-                .map(|p| p.id.clone())
+                .map(|(p, source)| {
+                    assert_eq!(source == Source::Domain, p.id.starts_with('d'));
+                    p.id.clone()
+                })
                 .collect()
         };
         let plain: Vec<String> = (0..200)

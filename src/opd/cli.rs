@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::gjsd::GjsdConfig;
 use super::reverse_kl::{LossFn, ReverseKlConfig};
-use super::teacher::{check_compatible, EndpointTeacher, Teacher};
+use super::teacher::{check_compatible, EndpointTeacher, Teacher, Teachers};
 use super::trainer::{train, OpdConfig, OpdLoss, Prompt, RunInputs};
 use crate::judge::ifeval::InputExample;
 use crate::model::CausalLm;
@@ -73,11 +73,17 @@ pub struct OpdArgs {
     /// train`.
     #[arg(long, value_name = "FILE")]
     pub prompts: String,
-    /// Domain (live-room) prompts, rows read as --prompts: e.g. HSA-SFT trajectories, whose turns
-    /// before the first assistant turn (the harness's system prompt and the viewer's message) are the
-    /// prompt. Drawn for --domain-share of a step's prompts.
+    /// Domain (live-room) prompts, rows read as --prompts: e.g. SFT trajectories, where every
+    /// assistant turn is a prompt (the turns before it: the harness's system prompt, the viewer's
+    /// message, earlier calls and tool results), so the replies after tool results are sampled too.
+    /// Drawn for --domain-share of a step's prompts.
     #[arg(long, value_name = "FILE")]
     pub domain_prompts: Option<String>,
+    /// The teacher of the domain prompts' samples, in-process: e.g. the SFT checkpoint --model starts
+    /// from, which holds the domain turns where SFT left them while --teacher pulls the general ones
+    /// back. Without it --teacher scores every prompt. Must share the student's tokenizer.
+    #[arg(long, value_name = "DIR", requires = "domain_prompts")]
+    pub domain_teacher: Option<PathBuf>,
     /// Share of each step's prompts drawn from --domain-prompts instead of --prompts: every slot is a
     /// domain prompt with this probability, seeded by --seed, the step and the slot (so --resume
     /// draws the same). 0 = general prompts only.
@@ -197,8 +203,11 @@ impl OpdArgs {
     }
 }
 
-/// The prompt of one JSONL row (line `line` of `file`).
-pub fn prompt_of(row: &Value, file: &str, line: usize) -> Result<Prompt> {
+/// The prompts of one JSONL row (line `line` of `file`). A `messages` row gives one per assistant turn:
+/// the turns before it, with the turn's text as the prompt's own answer (ids `ID`, `ID#K` for the turn
+/// at message K after the first), or the whole conversation when no assistant turn is in it. A `prompt`
+/// row is one user turn.
+pub fn prompts_of(row: &Value, file: &str, line: usize) -> Result<Vec<Prompt>> {
     let id = row
         .get("id")
         .or(row.get("key"))
@@ -206,28 +215,58 @@ pub fn prompt_of(row: &Value, file: &str, line: usize) -> Result<Prompt> {
             v.as_str().map_or(v.to_string(), str::to_string)
         });
     if let Some(messages) = row.get("messages").and_then(Value::as_array) {
-        let first = messages
-            .iter()
-            .position(|m| m["role"] == "assistant")
-            .unwrap_or(messages.len());
-        if first == 0 {
+        if messages.first().is_some_and(|m| m["role"] == "assistant") || messages.is_empty() {
             bail!("{file}:{line}: field `messages` has no turn before the first assistant turn");
         }
-        return Ok(Prompt {
-            id,
-            conversation: messages[..first].to_vec(),
-            answer: messages
-                .get(first)
-                .and_then(|m| m["content"].as_str())
-                .map(str::to_string),
-        });
+        // A tool-call-only turn may have no content (the API's null); the chat template wants "", as
+        // training renders it.
+        let messages: Vec<Value> = messages
+            .iter()
+            .map(|m| {
+                let mut m = m.clone();
+                if m["role"] == "assistant" && m["content"].is_null() {
+                    m["content"] = json!("");
+                }
+                m
+            })
+            .collect();
+        let tools = row
+            .get("tools")
+            .and_then(Value::as_array)
+            .filter(|t| !t.is_empty())
+            .cloned();
+        let mut turns: Vec<usize> = (0..messages.len())
+            .filter(|&k| messages[k]["role"] == "assistant")
+            .collect();
+        if turns.is_empty() {
+            turns.push(messages.len());
+        }
+        return Ok(turns
+            .iter()
+            .enumerate()
+            .map(|(n, &k)| Prompt {
+                id: if n == 0 {
+                    id.clone()
+                } else {
+                    format!("{id}#{k}")
+                },
+                conversation: messages[..k].to_vec(),
+                tools: tools.clone(),
+                // A turn that calls tools has no text-only answer to train on.
+                answer: messages
+                    .get(k)
+                    .filter(|m| m.get("tool_calls").is_none())
+                    .and_then(|m| m["content"].as_str())
+                    .map(str::to_string),
+            })
+            .collect());
     }
     match row.get("prompt").and_then(Value::as_str) {
-        Some(p) => Ok(Prompt {
+        Some(p) => Ok(vec![Prompt {
             id,
             conversation: vec![json!({"role": "user", "content": p})],
-            answer: None,
-        }),
+            ..Prompt::default()
+        }]),
         None => bail!("{file}:{line}: a prompt row needs a `messages` array or a `prompt` string"),
     }
 }
@@ -235,7 +274,7 @@ pub fn prompt_of(row: &Value, file: &str, line: usize) -> Result<Prompt> {
 /// Runs `opd`; prints the final checkpoint's path.
 pub fn run<B: AutodiffBackend>(a: &OpdArgs, stop: &AtomicBool, device: &B::Device) -> Result<()> {
     let cfg = a.config()?;
-    if let Some(dir) = &a.teacher {
+    for dir in [&a.teacher, &a.domain_teacher].into_iter().flatten() {
         check_compatible(&a.model, dir)?;
     }
     a.run.prepare_out()?;
@@ -243,8 +282,9 @@ pub fn run<B: AutodiffBackend>(a: &OpdArgs, stop: &AtomicBool, device: &B::Devic
         let rows: Vec<Value> = crate::jsonl::read_all(file)?;
         rows.iter()
             .enumerate()
-            .map(|(i, r)| prompt_of(r, file, i + 1))
-            .collect()
+            .map(|(i, r)| prompts_of(r, file, i + 1))
+            .collect::<Result<Vec<_>>>()
+            .map(|p| p.concat())
     };
     let prompts = read_prompts(&a.prompts)?;
     let domain = match &a.domain_prompts {
@@ -258,7 +298,7 @@ pub fn run<B: AutodiffBackend>(a: &OpdArgs, stop: &AtomicBool, device: &B::Devic
     eval.truncate(a.eval_limit);
     let model: CausalLm<B> = CausalLm::load(&a.model, device)?;
     heap::keep_freed_memory(model.config.hidden_size);
-    let teacher: Teacher<B> = match (&a.teacher, &a.teacher_url) {
+    let general: Teacher<B> = match (&a.teacher, &a.teacher_url) {
         (Some(dir), _) => CausalLm::<B>::load(dir, device)?.into(),
         (None, Some(url)) => EndpointTeacher::new(
             PromptLogprobsConfig {
@@ -276,6 +316,13 @@ pub fn run<B: AutodiffBackend>(a: &OpdArgs, stop: &AtomicBool, device: &B::Devic
         .into(),
         (None, None) => bail!("give --teacher DIR or --teacher-url URL"),
     };
+    let teachers = Teachers {
+        general,
+        domain: match &a.domain_teacher {
+            Some(dir) => Some(CausalLm::<B>::load(dir, device)?.into()),
+            None => None,
+        },
+    };
     let inputs = RunInputs {
         prompts: &prompts,
         domain: &domain,
@@ -283,7 +330,7 @@ pub fn run<B: AutodiffBackend>(a: &OpdArgs, stop: &AtomicBool, device: &B::Devic
         tokenizer_dir: Path::new(&a.model),
         out: &a.run.out,
     };
-    let ckpt = train::<B>(&cfg, model, teacher, &inputs, a.run.resume, stop, device)?;
+    let ckpt = train::<B>(&cfg, model, teachers, &inputs, a.run.resume, stop, device)?;
     println!("{}", ckpt.display());
     Ok(())
 }

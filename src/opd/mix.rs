@@ -8,6 +8,13 @@ use super::trainer::Prompt;
 use crate::rl::rollout::draws;
 use crate::rng::Rng;
 
+/// Where a step's prompt was drawn from (it decides the prompt's teacher when a run has a domain one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    General,
+    Domain,
+}
+
 /// The prompts of step `step`: `per_step` slots, each a domain prompt (uniform over `domain`) with
 /// probability `domain_share`, else the next general prompt of the shuffle.
 pub fn step_prompts<'a>(
@@ -17,7 +24,7 @@ pub fn step_prompts<'a>(
     seed: u64,
     step: usize,
     per_step: usize,
-) -> Vec<&'a Prompt> {
+) -> Vec<(&'a Prompt, Source)> {
     draws(seed, step, per_step, general.len(), 1)
         .into_iter()
         .enumerate()
@@ -26,10 +33,11 @@ pub fn step_prompts<'a>(
                 && domain_share > 0.0
                 && Rng::derive(seed, &format!("domain/{step}/{slot}")).unit() < domain_share;
             if to_domain {
-                &domain
-                    [Rng::derive(seed, &format!("domain-pick/{step}/{slot}")).below(domain.len())]
+                let pick =
+                    Rng::derive(seed, &format!("domain-pick/{step}/{slot}")).below(domain.len());
+                (&domain[pick], Source::Domain)
             } else {
-                &general[i]
+                (&general[i], Source::General)
             }
         })
         .collect()

@@ -5,7 +5,8 @@
 
 use anyhow::Result;
 use burn::prelude::Backend;
-use serde_json::Value;
+
+use super::trainer::Prompt;
 
 use crate::model::generation::generate::{FinishReason, TextGenerator};
 use crate::model::generation::sampling::SamplingParams;
@@ -16,6 +17,8 @@ use crate::train::view::{Segment, SegmentKind, TrainingView};
 #[derive(Debug, Default)]
 pub struct Samples {
     pub views: Vec<TrainingView>,
+    /// Which of the step's prompts each view completes (an index into the prompts sampled).
+    pub prompt_index: Vec<usize>,
     /// The sampler's `log q` of every sampled token, per view.
     pub sampler_logp: Vec<Vec<f64>>,
     /// Completions cut by `max_new_tokens`.
@@ -49,14 +52,14 @@ pub fn completion_view(id: String, prompt: &[u32], completion: &[u32]) -> Traini
     }
 }
 
-/// The conversation's token ids, rendered for the assistant's turn; `None` when they and
+/// The prompt's token ids, rendered (with its tools) for the assistant's turn; `None` when they and
 /// `max_new_tokens` do not fit the model's context.
 pub fn prompt_ids<B: Backend>(
     generator: &TextGenerator<B>,
-    conversation: &[Value],
+    prompt: &Prompt,
     max_new_tokens: usize,
 ) -> Result<Option<Vec<u32>>> {
-    let ids = generator.encode(&generator.render_chat(conversation, None)?)?;
+    let ids = generator.encode(&render(generator, prompt)?)?;
     Ok(generator
         .model
         .check_tokens(&ids, 0, max_new_tokens)
@@ -64,11 +67,15 @@ pub fn prompt_ids<B: Backend>(
         .then_some(ids))
 }
 
-/// Samples `num_generations` completions of every conversation. Sequence `j` of prompt `i` samples
-/// from a seed derived from `(seed, step, i, j)`, so a resumed run draws the same completions.
+fn render<B: Backend>(generator: &TextGenerator<B>, prompt: &Prompt) -> Result<String> {
+    generator.render_chat(&prompt.conversation, prompt.tools.as_deref())
+}
+
+/// Samples `num_generations` completions of every prompt. Sequence `j` of prompt `i` samples from a
+/// seed derived from `(seed, step, i, j)`, so a resumed run draws the same completions.
 pub fn sample<B: Backend>(
     generator: &TextGenerator<B>,
-    conversations: &[(String, Vec<Value>)],
+    prompts: &[&Prompt],
     num_generations: usize,
     params: &SamplingParams,
     seed: u64,
@@ -76,16 +83,18 @@ pub fn sample<B: Backend>(
 ) -> Result<Samples> {
     let mut out = Samples::default();
     let (mut ids, mut texts, mut names, mut per) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (i, (id, conversation)) in conversations.iter().enumerate() {
-        let Some(prompt) = prompt_ids(generator, conversation, params.max_tokens)? else {
+    let mut index = Vec::new();
+    for (i, p) in prompts.iter().enumerate() {
+        let Some(prompt) = prompt_ids(generator, p, params.max_tokens)? else {
             out.too_long += 1;
             continue;
         };
-        let text = generator.render_chat(conversation, None)?;
+        let (id, text) = (&p.id, render(generator, p)?);
         for j in 0..num_generations {
             ids.push(prompt.clone());
             texts.push(text.clone());
             names.push(format!("{id}/s{step}/g{j}"));
+            index.push(i);
             per.push(SamplingParams {
                 seed: Rng::derive(seed, &format!("opd-sample/{step}/{i}/{j}")).next_u64(),
                 logprobs: true,
@@ -96,6 +105,7 @@ pub fn sample<B: Backend>(
     if texts.is_empty() {
         return Ok(out);
     }
+    out.prompt_index = index;
     for ((g, prompt), name) in generator
         .generate_text(&texts, &per)?
         .into_iter()

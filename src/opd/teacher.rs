@@ -3,7 +3,7 @@
 //! SGLang), so the teacher can be a model too large for the trainer's machine. OPD compares the two
 //! models token id by token id, so a teacher with another tokenizer or vocabulary would score
 //! different text under the same ids: refused (a checkpoint before anything runs, an endpoint on its
-//! first answer).
+//! first answer). A run may also give domain prompts their own teacher ([`Teachers`]).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,6 +89,34 @@ impl<B: AutodiffBackend> From<CausalLm<B>> for Teacher<B> {
 impl<B: AutodiffBackend> From<EndpointTeacher> for Teacher<B> {
     fn from(endpoint: EndpointTeacher) -> Self {
         Teacher::Endpoint(endpoint)
+    }
+}
+
+/// A run's teachers: the general one (the pre-SFT base) for general prompts, and optionally another
+/// for domain prompts. OPD from the base alone pulls the domain turns towards a model that never saw
+/// a harness; with the SFT model itself as the domain teacher, the domain turns are held where SFT
+/// left them while the general ones move back to the base.
+pub struct Teachers<B: AutodiffBackend> {
+    pub general: Teacher<B>,
+    /// Scores the domain prompts' samples; `None` = the general teacher scores every prompt.
+    pub domain: Option<Teacher<B>>,
+}
+
+impl<B: AutodiffBackend> From<CausalLm<B>> for Teachers<B> {
+    fn from(model: CausalLm<B>) -> Self {
+        Teachers {
+            general: model.into(),
+            domain: None,
+        }
+    }
+}
+
+impl<B: AutodiffBackend> From<EndpointTeacher> for Teachers<B> {
+    fn from(endpoint: EndpointTeacher) -> Self {
+        Teachers {
+            general: endpoint.into(),
+            domain: None,
+        }
     }
 }
 

@@ -29,10 +29,10 @@ use burn::tensor::backend::AutodiffBackend;
 use serde_json::{json, Value};
 
 use super::gjsd::GjsdConfig;
-use super::mix::step_prompts;
+use super::mix::{step_prompts, Source};
 use super::reverse_kl::{reverse_kl_advantages, ReverseKlConfig};
 use super::sample::{completion_view, prompt_ids, sample, Samples};
-use super::teacher::Teacher;
+use super::teacher::{Teacher, Teachers};
 use super::update::{gjsd_update, GjsdUpdate};
 use crate::general::answer::answer;
 use crate::general::score::{ifeval_lite, IfevalLite};
@@ -46,6 +46,7 @@ use crate::train::checkpoint;
 use crate::train::metrics;
 use crate::train::optim::{cosine_with_warmup, AdamW, AdamWConfig};
 use crate::train::trainer::step_progress;
+use crate::train::view::TrainingView;
 
 /// Which loss a run minimises.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -80,12 +81,13 @@ pub struct OpdConfig {
     pub domain_share: f64,
 }
 
-/// One prompt: an id, the conversation up to the assistant's turn, and its own answer (for GKD's
-/// off-policy steps).
-#[derive(Debug, Clone)]
+/// One prompt: an id, the conversation up to the assistant's turn, the tools shown to the model (a
+/// harness's), and its own answer (for GKD's off-policy steps).
+#[derive(Debug, Clone, Default)]
 pub struct Prompt {
     pub id: String,
     pub conversation: Vec<Value>,
+    pub tools: Option<Vec<Value>>,
     pub answer: Option<String>,
 }
 
@@ -101,11 +103,12 @@ pub struct RunInputs<'a> {
     pub out: &'a Path,
 }
 
-/// Runs OPD from `model` (or, with `resume`, the newest checkpoint in `inputs.out`) towards `teacher`.
+/// Runs OPD from `model` (or, with `resume`, the newest checkpoint in `inputs.out`) towards
+/// `teachers` (one teacher, or a general and a domain one).
 pub fn train<B: AutodiffBackend>(
     cfg: &OpdConfig,
     model: CausalLm<B>,
-    teacher: impl Into<Teacher<B>>,
+    teachers: impl Into<Teachers<B>>,
     inputs: &RunInputs<'_>,
     resume: bool,
     stop: &AtomicBool,
@@ -125,8 +128,15 @@ pub fn train<B: AutodiffBackend>(
             cfg.temperature
         );
     }
-    let teacher = teacher.into();
-    if let (OpdLoss::Gjsd { .. }, Teacher::Endpoint(e)) = (&cfg.loss, &teacher) {
+    let teachers = teachers.into();
+    let endpoint = [Some(&teachers.general), teachers.domain.as_ref()]
+        .into_iter()
+        .flatten()
+        .find_map(|t| match t {
+            Teacher::Endpoint(e) => Some(e),
+            Teacher::Model(_) => None,
+        });
+    if let (OpdLoss::Gjsd { .. }, Some(e)) = (&cfg.loss, endpoint) {
         anyhow::bail!(
             "--loss gjsd needs the teacher's whole distribution at every position, and the teacher at \
              {} returns only prompt_logprobs (the sampled tokens' log-probs, at most top-k); no \
@@ -153,15 +163,11 @@ pub fn train<B: AutodiffBackend>(
     let mut opt = AdamW::<B::InnerBackend>::new(cfg.adamw);
     let (mut model, mut state) =
         checkpoint::resume_or_start(inputs.out, resume, model, &mut opt, cfg.seed, device)?;
-    // The in-process teacher runs without gradients: on the inner backend to score, on the autodiff
-    // one (detached) inside the full-vocabulary update.
-    let teacher = match teacher {
-        Teacher::Model(m) => {
-            let m = m.no_grad();
-            Scorer::Model(m.valid(), m)
-        }
-        Teacher::Endpoint(e) => Scorer::Endpoint(e),
-    };
+    // Scorer 0 is the general teacher, scorer 1 (if any) the domain prompts'.
+    let scorers: Vec<Scorer<B>> = std::iter::once(teachers.general)
+        .chain(teachers.domain)
+        .map(Scorer::new)
+        .collect();
     let aux_coef = model.config.router_aux_loss_coef;
     let mut generator = TextGenerator::new(
         model.valid(),
@@ -208,7 +214,7 @@ pub fn train<B: AutodiffBackend>(
         }
         let step = state.step;
         generator.model = model.valid();
-        let picks: Vec<&Prompt> = step_prompts(
+        let picks: Vec<(&Prompt, Source)> = step_prompts(
             inputs.prompts,
             inputs.domain,
             cfg.domain_share,
@@ -216,10 +222,7 @@ pub fn train<B: AutodiffBackend>(
             step,
             cfg.prompts_per_step,
         );
-        let domain_picks = picks
-            .iter()
-            .filter(|p| inputs.domain.iter().any(|d| std::ptr::eq(d, **p)))
-            .count();
+        let domain_picks = picks.iter().filter(|(_, s)| *s == Source::Domain).count();
         let on_policy = match cfg.loss {
             OpdLoss::Gjsd { lmbda, .. } => {
                 Rng::derive(cfg.seed, &format!("lmbda/{step}")).unit() < lmbda
@@ -229,13 +232,10 @@ pub fn train<B: AutodiffBackend>(
 
         let clock = Instant::now();
         let samples = if on_policy {
-            let conversations: Vec<(String, Vec<Value>)> = picks
-                .iter()
-                .map(|p| (p.id.clone(), p.conversation.clone()))
-                .collect();
+            let prompts: Vec<&Prompt> = picks.iter().map(|(p, _)| *p).collect();
             sample(
                 &generator,
-                &conversations,
+                &prompts,
                 cfg.num_generations,
                 &params,
                 cfg.seed,
@@ -255,10 +255,12 @@ pub fn train<B: AutodiffBackend>(
         let sampled: usize = views.iter().map(|v| v.trained_tokens()).sum();
 
         let clock = Instant::now();
-        let teacher_lp = match &teacher {
-            Scorer::Model(inner, _) => logprobs(inner, views, pad, cfg.batch_tokens, device)?.0,
-            Scorer::Endpoint(e) => e.logprobs(views)?,
-        };
+        let teacher_of: Vec<usize> = samples
+            .prompt_index
+            .iter()
+            .map(|&i| usize::from(picks[i].1 == Source::Domain && scorers.len() > 1))
+            .collect();
+        let teacher_lp = score(&scorers, &teacher_of, views, pad, cfg.batch_tokens, device)?;
         let teacher_s = clock.elapsed().as_secs_f64();
         let (student_lp, entropy) = logprobs(&model.valid(), views, pad, cfg.batch_tokens, device)?;
         // The sampler's log q where there is one (on-policy), else the student's teacher-forced ones.
@@ -270,6 +272,11 @@ pub fn train<B: AutodiffBackend>(
         let flat = |x: &[Vec<f64>]| x.iter().flatten().copied().collect::<Vec<f64>>();
         let (qf, tf, sf) = (flat(q), flat(&teacher_lp), flat(&student_lp));
         let reverse_kl = mean(&qf.iter().zip(&tf).map(|(a, b)| a - b).collect::<Vec<_>>());
+        // Domain prompts' share of it, against their own teacher when the run has one.
+        let domain_kl: Vec<f64> = (0..views.len())
+            .filter(|&v| picks[samples.prompt_index[v]].1 == Source::Domain)
+            .flat_map(|v| q[v].iter().zip(&teacher_lp[v]).map(|(a, b)| a - b))
+            .collect();
         let mismatch = mean(
             &qf.iter()
                 .zip(&sf)
@@ -323,10 +330,24 @@ pub fn train<B: AutodiffBackend>(
                     aux_coef,
                     pad,
                 };
-                let Scorer::Model(_, teacher) = &teacher else {
-                    unreachable!("an endpoint teacher with gjsd is refused before the loop")
-                };
-                gjsd_update(model, teacher, &mut opt, views, &settings, device)?
+                let teachers: Vec<&CausalLm<B>> = scorers
+                    .iter()
+                    .map(|s| match s {
+                        Scorer::Model(_, m) => m,
+                        Scorer::Endpoint(_) => {
+                            unreachable!("an endpoint teacher with gjsd is refused before the loop")
+                        }
+                    })
+                    .collect();
+                gjsd_update(
+                    model,
+                    &teachers,
+                    &teacher_of,
+                    &mut opt,
+                    views,
+                    &settings,
+                    device,
+                )?
             }
         };
         model = updated;
@@ -342,6 +363,7 @@ pub fn train<B: AutodiffBackend>(
             ("loss", json!(loss)),
             ("grad_norm", json!(grad_norm)),
             ("reverse_kl", json!(reverse_kl)),
+            ("reverse_kl/domain", json!(mean(&domain_kl))),
             ("entropy", json!(mean(&entropy))),
             ("sampler_mismatch", json!(mismatch)),
             ("on_policy", json!(on_policy)),
@@ -395,25 +417,67 @@ pub fn train<B: AutodiffBackend>(
     Ok(ckpt)
 }
 
-/// The teacher as the loop uses it.
+/// A teacher as the loop uses it.
 enum Scorer<B: AutodiffBackend> {
     /// The model on the inner backend (scoring) and on the autodiff one (the JSD update).
     Model(CausalLm<B::InnerBackend>, CausalLm<B>),
     Endpoint(super::teacher::EndpointTeacher),
 }
 
+impl<B: AutodiffBackend> Scorer<B> {
+    /// An in-process teacher runs without gradients: on the inner backend to score, on the autodiff
+    /// one (detached) inside the full-vocabulary update.
+    fn new(teacher: Teacher<B>) -> Self {
+        match teacher {
+            Teacher::Model(m) => {
+                let m = m.no_grad();
+                Scorer::Model(m.valid(), m)
+            }
+            Teacher::Endpoint(e) => Scorer::Endpoint(e),
+        }
+    }
+}
+
+/// The teacher's log-probability of every view's trained tokens, view `v` scored by
+/// `scorers[teacher_of[v]]`. With one teacher the views are scored together, as they are.
+fn score<B: AutodiffBackend>(
+    scorers: &[Scorer<B>],
+    teacher_of: &[usize],
+    views: &[TrainingView],
+    pad: u32,
+    batch_tokens: usize,
+    device: &B::Device,
+) -> Result<Vec<Vec<f64>>> {
+    let mut out = vec![Vec::new(); views.len()];
+    for (k, scorer) in scorers.iter().enumerate() {
+        let mine: Vec<usize> = (0..views.len()).filter(|&v| teacher_of[v] == k).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let subset: Vec<TrainingView> = mine.iter().map(|&v| views[v].clone()).collect();
+        let lp = match scorer {
+            Scorer::Model(inner, _) => logprobs(inner, &subset, pad, batch_tokens, device)?.0,
+            Scorer::Endpoint(e) => e.logprobs(&subset)?,
+        };
+        for (v, l) in mine.into_iter().zip(lp) {
+            out[v] = l;
+        }
+    }
+    Ok(out)
+}
+
 /// GKD's off-policy step: the prompts' own answers as completions (a prompt without one is skipped).
 fn own_answers<B: burn::prelude::Backend>(
     generator: &TextGenerator<B>,
-    picks: &[&Prompt],
+    picks: &[(&Prompt, Source)],
     max_new_tokens: usize,
     step: usize,
 ) -> Result<Samples> {
     let mut out = Samples::default();
     let end = generator.eos_token_ids.first().copied();
-    for p in picks {
+    for (i, (p, _)) in picks.iter().enumerate() {
         let Some(answer) = &p.answer else { continue };
-        let Some(prompt) = prompt_ids(generator, &p.conversation, max_new_tokens)? else {
+        let Some(prompt) = prompt_ids(generator, p, max_new_tokens)? else {
             out.too_long += 1;
             continue;
         };
@@ -425,6 +489,7 @@ fn own_answers<B: burn::prelude::Backend>(
             &prompt,
             &completion,
         ));
+        out.prompt_index.push(i);
     }
     Ok(out)
 }

@@ -29,11 +29,13 @@ pub struct GjsdUpdate {
 }
 
 /// One optimizer step of the mean divergence over the views' trained tokens; returns the model, that
-/// mean and the gradient norm. `teacher` is the autodiff-backend copy of the teacher with no gradients
-/// (`no_grad`), so it runs on the student's micro-batches as they are.
+/// mean and the gradient norm. View `v` is compared with `teachers[teacher_of[v]]`, an autodiff-backend
+/// copy of a teacher with no gradients (`no_grad`), so it runs on the student's micro-batches as they
+/// are; a micro-batch holds one teacher's views.
 pub fn gjsd_update<B: AutodiffBackend>(
     model: CausalLm<B>,
-    teacher: &CausalLm<B>,
+    teachers: &[&CausalLm<B>],
+    teacher_of: &[usize],
     opt: &mut AdamW<B::InnerBackend>,
     views: &[TrainingView],
     cfg: &GjsdUpdate,
@@ -41,18 +43,23 @@ pub fn gjsd_update<B: AutodiffBackend>(
 ) -> Result<(CausalLm<B>, f64, f64)> {
     let tokens: usize = views.iter().map(TrainingView::trained_tokens).sum();
     anyhow::ensure!(tokens > 0, "no trained tokens in the step");
-    let micro: Vec<BatchTensors<B>> = bucket_shared(views, cfg.batch_tokens)
-        .iter()
-        .map(|rows| {
-            let refs: Vec<&TrainingView> = rows.iter().map(|&i| &views[i]).collect();
-            to_tensors::<B>(&refs, cfg.pad, true, device)
-        })
-        .collect::<Result<_>>()?;
+    let mut micro: Vec<(usize, BatchTensors<B>)> = Vec::new();
+    for k in 0..teachers.len() {
+        let mine: Vec<TrainingView> = (views.iter().zip(teacher_of))
+            .filter(|(_, &t)| t == k)
+            .map(|(v, _)| v.clone())
+            .collect();
+        for rows in bucket_shared(&mine, cfg.batch_tokens) {
+            let refs: Vec<&TrainingView> = rows.iter().map(|&i| &mine[i]).collect();
+            micro.push((k, to_tensors::<B>(&refs, cfg.pad, true, device)?));
+        }
+    }
     let count = micro.len();
-    // Micro-batches run on their own threads; each takes a handle to the teacher's weights.
-    let shared = Mutex::new(teacher.clone());
-    let (parts, mut buffer) = step_gradients(&model, micro, |m, b| {
-        let t = shared.lock().expect("teacher lock").clone();
+    // Micro-batches run on their own threads; each takes a handle to its teacher's weights.
+    let shared: Vec<Mutex<CausalLm<B>>> =
+        teachers.iter().map(|t| Mutex::new((*t).clone())).collect();
+    let (parts, mut buffer) = step_gradients(&model, micro, |m, (k, b)| {
+        let t = shared[*k].lock().expect("teacher lock").clone();
         let (hidden, _) = batch_hidden_states(&t, b);
         let teacher_logits = trained_logits(&t, hidden, b).detach();
         let (hidden, router_logits) = batch_hidden_states(m, b);

@@ -367,17 +367,17 @@ fn fresh_leaves<B: AutodiffBackend>(model: &CausalLm<B>) -> CausalLm<B> {
 /// The summed loss parts and gradients of one step's micro-batches. They run on parallel threads,
 /// as many at a time as there are cores (one autodiff pass leaves much of a second core idle), and
 /// their gradients are summed in micro-batch order, so the step does not depend on thread timing.
-pub fn step_gradients<B: AutodiffBackend>(
+pub fn step_gradients<B: AutodiffBackend, M: Send>(
     model: &CausalLm<B>,
-    micro: Vec<BatchTensors<B>>,
-    loss_of: impl Fn(&CausalLm<B>, &BatchTensors<B>) -> Result<(Tensor<B, 1>, LossParts)> + Sync,
+    micro: Vec<M>,
+    loss_of: impl Fn(&CausalLm<B>, &M) -> Result<(Tensor<B, 1>, LossParts)> + Sync,
 ) -> Result<(LossParts, GradBuffer<B::InnerBackend>)> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let count = micro.len() as f64;
     let (mut parts, mut buffer) = (LossParts::default(), GradBuffer::default());
     let mut pending = micro.into_iter().peekable();
     while pending.peek().is_some() {
-        let wave: Vec<BatchTensors<B>> = pending.by_ref().take(threads).collect();
+        let wave: Vec<M> = pending.by_ref().take(threads).collect();
         // Each pass of a wave of several keeps a core busy: its parallel sections stay on its thread.
         let alone = wave.len() > 1;
         // Scoped OS threads, not rayon tasks: a pass holds burn's autodiff lock while its ops fan
