@@ -232,8 +232,10 @@ OPD_EVAL_STEPS ?= 50
 OPD_LR ?= 1e-3
 # reverse_kl (tinker) or gjsd (TRL GKD: recovers more, forgets more of the shop; docs/opd.md)
 OPD_LOSS ?= reverse_kl
-# Share of OPD prompts drawn from the original harness's episodes instead of the general prompts
+# Share of OPD prompts drawn from the original harness's episodes (every assistant turn) instead of the
+# general prompts, and who scores them: base (the general teacher) or sft (the SFT model: holds the shop)
 OPD_DOMAIN_SHARE ?= 0
+OPD_DOMAIN_TEACHER ?= base
 opd: build distill-data
 	@mkdir -p $(OPD)
 	$(HAT) general prompts --split train --n $(GENERAL_TRAIN) --seed $(SEED) -o $(OPD)/general-train.jsonl
@@ -248,6 +250,7 @@ opd: build distill-data
 		--eval-prompts $(OPD)/general-eval.jsonl --eval-limit $(GENERAL_EVAL) --eval-steps $(OPD_EVAL_STEPS) \
 		--max-steps $(OPD_STEPS) --save-steps $(OPD_EVAL_STEPS) --learning-rate $(OPD_LR) --seed $(SEED) \
 		--loss $(OPD_LOSS) --domain-prompts $(DISTILL)/teacher.original.jsonl --domain-share $(OPD_DOMAIN_SHARE) \
+		$(if $(filter sft,$(OPD_DOMAIN_TEACHER)),--domain-teacher $(call newest,$(OPD)/sft)) \
 		--out $(OPD)/model --overwrite-output-dir
 	for m in base sft model; do $(HAT) general eval --model $(call newest,$(OPD)/$$m) --input $(OPD)/general-eval.jsonl \
 		--answers $(OPD)/$$m-answers.jsonl > $(OPD)/$$m-ifeval.json 2> /dev/null; done

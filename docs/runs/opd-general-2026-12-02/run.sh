@@ -58,3 +58,24 @@ for m in opd-gjsd/checkpoint-000150:opd-gjsd opd-gjsd/checkpoint-000050:opd-gjsd
   $B/teacher-distill eval --model sft=sft/checkpoint-000300 --model ${m##*:}=${m%%:*} --set original=harness-samples/taolive \
     --tasks $D/tasks.primary.jsonl --n 200 --seed 1 --products 600 --episodes eval-${m##*:}.jsonl > eval-${m##*:}.md
 done
+# (2026-12-03) Two teachers: gjsd with half the prompts from the original harness's episodes — now every
+# assistant turn, rendered with the row's tools — scored by the SFT model itself (--domain-teacher), the
+# general half by the base; 150 steps. Then the same with a quarter domain prompts, 200 steps.
+$B/opd --loss gjsd --beta 0.5 --temperature 1 --model sft/checkpoint-000300 --teacher base/checkpoint-002000 \
+  --domain-teacher sft/checkpoint-000300 --prompts general-train.jsonl --domain-prompts $D/teacher.original.jsonl \
+  --domain-share 0.5 --eval-prompts general-eval.jsonl --eval-limit 200 --eval-steps 50 --max-steps 150 --save-steps 50 \
+  --learning-rate 1e-3 --seed 1 --out opd-gjsd-dt --overwrite-output-dir
+$B/opd --loss gjsd --beta 0.5 --temperature 1 --model sft/checkpoint-000300 --teacher base/checkpoint-002000 \
+  --domain-teacher sft/checkpoint-000300 --prompts general-train.jsonl --domain-prompts $D/teacher.original.jsonl \
+  --domain-share 0.25 --eval-prompts general-eval.jsonl --eval-limit 200 --eval-steps 100 --max-steps 200 --save-steps 100 \
+  --learning-rate 1e-3 --seed 1 --out opd-gjsd-dt25 --overwrite-output-dir
+for m in opd-gjsd-dt/checkpoint-000150:gjsd-dt opd-gjsd-dt25/checkpoint-000200:gjsd-dt25; do
+  $B/hat general eval --model ${m%%:*} --input general-eval.jsonl --limit 200 --answers ${m##*:}-answers.jsonl
+  python3 recovery.py base-answers.jsonl sft-answers.jsonl ${m##*:}-answers.jsonl
+done
+$B/teacher-distill eval --model sft=sft/checkpoint-000300 --model opd-gjsd-dt=opd-gjsd-dt/checkpoint-000150 \
+  --model opd-gjsd-dt-50=opd-gjsd-dt/checkpoint-000050 --set original=harness-samples/taolive --tasks $D/tasks.primary.jsonl \
+  --n 200 --seed 1 --products 600 --episodes eval-dt.jsonl > eval-gjsd-dt.md
+$B/teacher-distill eval --model sft=sft/checkpoint-000300 --model opd-gjsd-dt25=opd-gjsd-dt25/checkpoint-000200 \
+  --set original=harness-samples/taolive --tasks $D/tasks.primary.jsonl --n 200 --seed 1 --products 600 \
+  --episodes eval-dt25.jsonl > eval-gjsd-dt25.md
