@@ -79,3 +79,8 @@ $B/teacher-distill eval --model sft=sft/checkpoint-000300 --model opd-gjsd-dt=op
 $B/teacher-distill eval --model sft=sft/checkpoint-000300 --model opd-gjsd-dt25=opd-gjsd-dt25/checkpoint-000200 \
   --set original=harness-samples/taolive --tasks $D/tasks.primary.jsonl --n 200 --seed 1 --products 600 \
   --episodes eval-dt25.jsonl > eval-gjsd-dt25.md
+# the quarter-share run's 100-step checkpoint
+$B/hat general eval --model opd-gjsd-dt25/checkpoint-000100 --input general-eval.jsonl --limit 200 --answers gjsd-dt25-100-answers.jsonl
+$B/teacher-distill eval --model sft=sft/checkpoint-000300 --model opd-gjsd-dt25-100=opd-gjsd-dt25/checkpoint-000100 \
+  --set original=harness-samples/taolive --tasks $D/tasks.primary.jsonl --n 200 --seed 1 --products 600 \
+  --episodes eval-dt25-100.jsonl > eval-gjsd-dt25-100.md
