@@ -33,7 +33,7 @@ use super::mix::{step_prompts, Source};
 use super::reverse_kl::{reverse_kl_advantages, ReverseKlConfig};
 use super::sample::{completion_view, prompt_ids, sample, Samples};
 use super::teacher::{Teacher, Teachers};
-use super::update::{gjsd_update, GjsdUpdate};
+use super::update::{gjsd_update, views_of_teacher, GjsdUpdate};
 use crate::general::answer::answer;
 use crate::general::score::{ifeval_lite, IfevalLite};
 use crate::judge::ifeval::InputExample;
@@ -255,10 +255,14 @@ pub fn train<B: AutodiffBackend>(
         let sampled: usize = views.iter().map(|v| v.trained_tokens()).sum();
 
         let clock = Instant::now();
-        let teacher_of: Vec<usize> = samples
+        let from_domain: Vec<bool> = samples
             .prompt_index
             .iter()
-            .map(|&i| usize::from(picks[i].1 == Source::Domain && scorers.len() > 1))
+            .map(|&i| picks[i].1 == Source::Domain)
+            .collect();
+        let teacher_of: Vec<usize> = from_domain
+            .iter()
+            .map(|&d| usize::from(d && scorers.len() > 1))
             .collect();
         let teacher_lp = score(&scorers, &teacher_of, views, pad, cfg.batch_tokens, device)?;
         let teacher_s = clock.elapsed().as_secs_f64();
@@ -274,7 +278,7 @@ pub fn train<B: AutodiffBackend>(
         let reverse_kl = mean(&qf.iter().zip(&tf).map(|(a, b)| a - b).collect::<Vec<_>>());
         // Domain prompts' share of it, against their own teacher when the run has one.
         let domain_kl: Vec<f64> = (0..views.len())
-            .filter(|&v| picks[samples.prompt_index[v]].1 == Source::Domain)
+            .filter(|&v| from_domain[v])
             .flat_map(|v| q[v].iter().zip(&teacher_lp[v]).map(|(a, b)| a - b))
             .collect();
         let mismatch = mean(
@@ -450,11 +454,10 @@ fn score<B: AutodiffBackend>(
 ) -> Result<Vec<Vec<f64>>> {
     let mut out = vec![Vec::new(); views.len()];
     for (k, scorer) in scorers.iter().enumerate() {
-        let mine: Vec<usize> = (0..views.len()).filter(|&v| teacher_of[v] == k).collect();
+        let (mine, subset) = views_of_teacher(views, teacher_of, k);
         if mine.is_empty() {
             continue;
         }
-        let subset: Vec<TrainingView> = mine.iter().map(|&v| views[v].clone()).collect();
         let lp = match scorer {
             Scorer::Model(inner, _) => logprobs(inner, &subset, pad, batch_tokens, device)?.0,
             Scorer::Endpoint(e) => e.logprobs(&subset)?,

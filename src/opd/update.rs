@@ -4,6 +4,7 @@
 //! same rows, takes [`generalized_jsd_sum`] of their logits at the trained positions, and the step is
 //! the SFT trainer's: micro-batches summed, clipped, one AdamW step.
 
+use std::borrow::Cow;
 use std::sync::Mutex;
 
 use anyhow::Result;
@@ -45,10 +46,7 @@ pub fn gjsd_update<B: AutodiffBackend>(
     anyhow::ensure!(tokens > 0, "no trained tokens in the step");
     let mut micro: Vec<(usize, BatchTensors<B>)> = Vec::new();
     for k in 0..teachers.len() {
-        let mine: Vec<TrainingView> = (views.iter().zip(teacher_of))
-            .filter(|(_, &t)| t == k)
-            .map(|(v, _)| v.clone())
-            .collect();
+        let (_, mine) = views_of_teacher(views, teacher_of, k);
         for rows in bucket_shared(&mine, cfg.batch_tokens) {
             let refs: Vec<&TrainingView> = rows.iter().map(|&i| &mine[i]).collect();
             micro.push((k, to_tensors::<B>(&refs, cfg.pad, true, device)?));
@@ -83,4 +81,19 @@ pub fn gjsd_update<B: AutodiffBackend>(
     };
     let model = opt.step::<B, _>(model, cfg.learning_rate, &mut buffer);
     Ok((model, parts.ce_sum / tokens as f64, norm))
+}
+
+/// The positions and views of those of `views` that teacher `k` scores; borrowed as they are when it
+/// scores them all (a run with one teacher copies nothing).
+pub fn views_of_teacher<'a>(
+    views: &'a [TrainingView],
+    teacher_of: &[usize],
+    k: usize,
+) -> (Vec<usize>, Cow<'a, [TrainingView]>) {
+    let mine: Vec<usize> = (0..views.len()).filter(|&v| teacher_of[v] == k).collect();
+    if mine.len() == views.len() {
+        return (mine, Cow::Borrowed(views));
+    }
+    let subset = mine.iter().map(|&v| views[v].clone()).collect();
+    (mine, Cow::Owned(subset))
 }
