@@ -3,7 +3,8 @@
 #   make reproduce  the paper's table at toy scale, every stage (out/reproduce/report.md); make demo: tiny budgets
 #   make test    the test suite and the examples (what CI runs)
 #   make examples  build and run every example and pipeline in examples/ (PROFILE=release for release bins)
-#   make bench   benchmarks that print figures (make bench-model: ratios to transformers)
+#   make bench   benchmarks that print figures (make bench-model: ratios to transformers;
+#                make bench-llamacpp: side by side with llama.cpp on the same GGUF-converted weights)
 #   make serve   OpenAI-compatible server + agent mode (MODEL=ckpt dir, else tiny RANDOM weights: demo only)
 #   make replay  replay-bench against a running server (make serve in another shell)
 #   make loadtest  1,000 requests at concurrency 32 + interleaved bad requests against serve (tiny, CPU)
@@ -31,7 +32,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: reproduce demo run build test examples bench bench-model clean-out distill distill-data distill-base distill-eval compare rl opd serve replay replay-set loadtest openai-client-test adapters-test services-loadtest fuzz
+.PHONY: reproduce demo run build test examples bench bench-model bench-llamacpp clean-out distill distill-data distill-base distill-eval compare rl opd serve replay replay-set loadtest openai-client-test adapters-test services-loadtest fuzz
 
 # BIN=target/debug runs the pipeline on debug binaries, built without --release (quick checks at small sizes).
 build:
@@ -407,6 +408,25 @@ bench-model:
 	$(CARGO) bench --bench model
 	python3 scripts/bench_transformers.py
 	$(CARGO) bench --bench model
+
+# Ours against llama.cpp (llama-cpp-python's C API, built here for this CPU) on the same weights at
+# f32, bf16 and int8/q8_0, after checking that both compute the same logits; alternating rounds, table
+# in out/bench-llamacpp/report.md. Set-up (once, into .venv/): llama-cpp-python, torch and transformers
+# from PyPI, and llama.cpp's converter from the llama-cpp-python sdist. About 20 minutes on 2 cores.
+LLAMACPP_PY ?= 0.3.36
+LLAMACPP_SRC := .venv/src/llama_cpp_python-$(LLAMACPP_PY)/vendor/llama.cpp
+BENCH_ROUNDS ?= 3
+.venv/llamacpp-$(LLAMACPP_PY).stamp:
+	python3 -m venv .venv
+	.venv/bin/pip install numpy safetensors sentencepiece transformers torch
+	CMAKE_ARGS="-DGGML_NATIVE=ON" .venv/bin/pip install llama-cpp-python==$(LLAMACPP_PY)
+	.venv/bin/pip download --no-binary :all: --no-deps llama-cpp-python==$(LLAMACPP_PY) -d .venv/src
+	tar xzf .venv/src/llama_cpp_python-$(LLAMACPP_PY).tar.gz -C .venv/src
+	touch $@
+
+bench-llamacpp: .venv/llamacpp-$(LLAMACPP_PY).stamp $(OUT)/tokenizer/tokenizer.json
+	.venv/bin/python scripts/bench_llamacpp.py --converter $(LLAMACPP_SRC) --tokenizer $(OUT)/tokenizer \
+		--rounds $(BENCH_ROUNDS) --out $(OUT)/bench-llamacpp
 
 clean-out:
 	rm -rf $(OUT)

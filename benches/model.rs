@@ -3,15 +3,20 @@
 //! logit difference and greedy agreement, teacher-forced, over `HAT_BENCH_AGREE` decoded tokens),
 //! and the f32 ratio to transformers' eager CPU forward on the same weights.
 //!
-//! Each preset's checkpoint is written to `target/bench-model/<preset>/`; then
+//! Each shape's checkpoint is written to `target/bench-model/<shape>/`, with `ours.json`: this
+//! run's figures and the logits at the prompt's last position, per dtype. Then
 //! `python3 scripts/bench_transformers.py` measures transformers on it and writes
 //! `transformers.json` there, which this bench reads on its next run to print the ratios
-//! (`make bench-model` runs all three steps).
+//! (`make bench-model` runs all three steps); `scripts/bench_llamacpp.py` converts the same
+//! checkpoints to GGUF and runs this bench and llama.cpp in alternation (`make bench-llamacpp`).
+//!
+//! `HAT_BENCH_SHAPES` (default `tiny,small`) picks the shapes: the presets `tiny` and `small`
+//! (Qwen3.5 hybrid MoE), and `small-qwen3`, a Qwen3-MoE (all full attention) of `small`'s width.
 //!
 //! `HAT_BENCH_PROMPT` (default 128) and `HAT_BENCH_DECODE` (default 64) set the prompt length
 //! and the number of decoded tokens, `HAT_BENCH_DECODE_BATCH` (default 4) the rows of the batched
 //! decode, `HAT_BENCH_DTYPES` (default `f32,bf16,int8`) the weight types measured,
-//! `HAT_BENCH_AGREE` (default 256) the tokens of the comparison with f32. `HAT_BENCH_CHECKPOINT=DIR`
+//! `HAT_BENCH_AGREE` (default 256; 0 skips it) the tokens of the comparison with f32. `HAT_BENCH_CHECKPOINT=DIR`
 //! measures that checkpoint instead of the random presets: random weights say little about what
 //! rounding costs a trained model (a random `small` is chaotic: rounding flips most greedy tokens).
 
@@ -20,7 +25,7 @@ use clap::ValueEnum;
 use hat::model::generation::agreement::agreement;
 use hat::model::io::checkpoint::{save, ExpertLayout, SaveOptions};
 use hat::model::presets::preset;
-use hat::model::{CausalLm, WeightDtype};
+use hat::model::{CausalLm, ModelConfig, WeightDtype};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -32,6 +37,21 @@ fn env_usize(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// A bench shape: a preset, or `small-qwen3` (the Qwen3-MoE architecture at `small`'s width, so
+/// that both architectures the toolkit serves are measured).
+fn shape(name: &str) -> anyhow::Result<ModelConfig> {
+    match name {
+        "small-qwen3" => ModelConfig::from_json(&json!({
+            "model_type": "qwen3_moe", "vocab_size": 32000, "hidden_size": 512, "intermediate_size": 1024,
+            "num_hidden_layers": 12, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+            "moe_intermediate_size": 192, "num_experts": 16, "num_experts_per_tok": 2, "norm_topk_prob": true,
+            "decoder_sparse_step": 1, "mlp_only_layers": [], "rms_norm_eps": 1e-6, "rope_theta": 1e6,
+            "max_position_embeddings": 32768, "tie_word_embeddings": false
+        })),
+        other => preset(other, None),
+    }
 }
 
 /// The bench's prompt: `len` tokens spread over the vocabulary.
@@ -50,10 +70,11 @@ fn measure(m: &CausalLm<B>, prompt_len: usize, decode: usize, batch: usize) -> V
 
     let mut best_prefill = f64::MAX;
     let mut caches = Vec::new();
+    let mut last_logits = Vec::new();
     for _ in 0..3 {
         let mut cache = m.new_cache();
         let t0 = Instant::now();
-        m.prefill(&prompt, &mut cache).expect("prefill");
+        last_logits = m.prefill(&prompt, &mut cache).expect("prefill");
         best_prefill = best_prefill.min(t0.elapsed().as_secs_f64());
         caches.push(cache);
     }
@@ -81,6 +102,7 @@ fn measure(m: &CausalLm<B>, prompt_len: usize, decode: usize, batch: usize) -> V
         "decode_tokens_per_s": single,
         "decode_batch": batch,
         "decode_batch_tokens_per_s": batched,
+        "last_logits": last_logits,
     })
 }
 
@@ -88,7 +110,7 @@ fn main() {
     let prompt_len = env_usize("HAT_BENCH_PROMPT", 128);
     let decode = env_usize("HAT_BENCH_DECODE", 64);
     let batch = env_usize("HAT_BENCH_DECODE_BATCH", 4).max(1);
-    let agree = env_usize("HAT_BENCH_AGREE", 256).max(1);
+    let agree = env_usize("HAT_BENCH_AGREE", 256);
     let dtypes: Vec<WeightDtype> = std::env::var("HAT_BENCH_DTYPES")
         .unwrap_or_else(|_| "f32,bf16,int8".into())
         .split(',')
@@ -109,7 +131,11 @@ fn main() {
     let checkpoint = std::env::var_os("HAT_BENCH_CHECKPOINT").map(PathBuf::from);
     let names: Vec<String> = match &checkpoint {
         Some(dir) => vec![dir.display().to_string()],
-        None => vec!["tiny".into(), "small".into()],
+        None => std::env::var("HAT_BENCH_SHAPES")
+            .unwrap_or_else(|_| "tiny,small".into())
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .collect(),
     };
     for name in &names {
         let dev = Default::default();
@@ -120,7 +146,10 @@ fn main() {
                 std::process::exit(2)
             }),
             None => {
-                let cfg = preset(name, None).expect("preset");
+                let cfg = shape(name).unwrap_or_else(|e| {
+                    eprintln!("HAT_BENCH_SHAPES: {e:#}; or small-qwen3");
+                    std::process::exit(2)
+                });
                 CausalLm::<B>::init_as(&cfg, 0, dtype, &dev).expect("init")
             }
         };
@@ -135,6 +164,8 @@ fn main() {
             save(&f32_model, &dir, opts).expect("writing the bench checkpoint");
         }
         let mut f32_figures = None;
+        let mut by_dtype = serde_json::Map::new();
+        let mut last_logits = serde_json::Map::new();
         for &dtype in &dtypes {
             let reduced;
             let m = match dtype {
@@ -144,9 +175,10 @@ fn main() {
                     &reduced
                 }
             };
-            let ours = measure(m, prompt_len, decode, batch);
+            let mut ours = measure(m, prompt_len, decode, batch);
             let error = match dtype {
                 WeightDtype::F32 => String::new(),
+                _ if agree == 0 => String::new(),
                 _ => {
                     let a = agreement(&f32_model, m, &prompt(m, 16), agree).expect("agreement");
                     format!(
@@ -163,9 +195,21 @@ fn main() {
                 f(&ours, "decode_batch_tokens_per_s"),
                 m.weight_bytes() as f64 / 1e6,
             );
+            let logits = ours
+                .as_object_mut()
+                .and_then(|o| o.remove("last_logits"));
+            last_logits.insert(dtype.name().into(), logits.unwrap_or_default());
             if dtype == WeightDtype::F32 {
-                f32_figures = Some(ours);
+                f32_figures = Some(ours.clone());
             }
+            by_dtype.insert(dtype.name().into(), ours);
+        }
+        if checkpoint.is_none() {
+            let record = json!({
+                "prompt_tokens": prompt_len, "decode_tokens": decode, "threads": threads,
+                "figures": by_dtype, "last_logits": last_logits,
+            });
+            std::fs::write(dir.join("ours.json"), record.to_string()).expect("writing ours.json");
         }
         let (Some(ours), None) = (f32_figures, &checkpoint) else {
             continue;

@@ -188,6 +188,13 @@ impl Stored for i8 {
     }
 }
 
+impl Stored for f32 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self
+    }
+}
+
 impl Stored for bf16 {
     // bf16 is the top half of an f32: a shift, which vectorises (`bf16::to_f32` need not).
     #[inline(always)]
@@ -239,13 +246,23 @@ fn dots_avx2<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, ds
 }
 
 /// [`dots`] in plain Rust; inlined into each target-feature variant, which compiles it again.
+/// One activation row widens each weight value inside its dot product; several share one
+/// widened copy of the weight row, so that a weight is widened once per step, not once per row.
 #[inline(always)]
 fn dots_portable<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &mut [f32]) {
     let m = x.len() / k;
+    let mut wide = vec![0f32; if m > 1 { k } else { 0 }];
     for (c, row) in w.chunks_exact(k).enumerate() {
         let scale = scales.map_or(1.0, |s| s[c]);
+        if m == 1 {
+            dst[c] = scale * dot(x, row);
+            continue;
+        }
+        for (d, &v) in wide.iter_mut().zip(row) {
+            *d = v.widen();
+        }
         for (r, xr) in x.chunks_exact(k).enumerate() {
-            dst[c * m + r] = scale * dot(xr, row);
+            dst[c * m + r] = scale * dot(xr, &wide);
         }
     }
 }
