@@ -195,9 +195,7 @@ fn main() {
                 f(&ours, "decode_batch_tokens_per_s"),
                 m.weight_bytes() as f64 / 1e6,
             );
-            let logits = ours
-                .as_object_mut()
-                .and_then(|o| o.remove("last_logits"));
+            let logits = ours.as_object_mut().and_then(|o| o.remove("last_logits"));
             last_logits.insert(dtype.name().into(), logits.unwrap_or_default());
             if dtype == WeightDtype::F32 {
                 f32_figures = Some(ours.clone());

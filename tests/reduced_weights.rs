@@ -72,7 +72,7 @@ fn both_products_equal_the_dequantised_product() {
         let w = matrix(n, k);
         for reduced in [ReducedMatrix::int8(&w, n, k), ReducedMatrix::bf16(&w, n, k)] {
             let wd = reduced.dequantised();
-            for m in [1, 3, 16, 17, 40] {
+            for m in [1, 2, 3, 6, 16, 17, 40] {
                 let x: Vec<f32> = (0..m * k).map(|i| ((i % 13) as f32 - 6.0) / 7.0).collect();
                 let got = reduced.matmul(ArrayView2::from_shape((m, k), &x).unwrap());
                 assert_eq!(got.dim(), (m, n));

@@ -177,6 +177,13 @@ impl ReducedMatrix {
 }
 
 /// A stored weight value.
+#[cfg(target_arch = "x86_64")]
+trait Stored: Copy + Sync + avx512::Widen16 {
+    fn widen(self) -> f32;
+}
+
+/// A stored weight value.
+#[cfg(not(target_arch = "x86_64"))]
 trait Stored: Copy + Sync {
     fn widen(self) -> f32;
 }
@@ -217,13 +224,15 @@ fn widen<T: Stored>(w: &[T], scales: Option<&[f32]>, k: usize, out: &mut [f32]) 
 }
 
 /// `dst[c·m + r] = scale[c] · (x[r] · w[c])` for every weight row `c` of the band `w` and every
-/// activation row `r` of `x` (`m × k`), in the widest vector instructions the CPU has.
+/// activation row `r` of `x` (`m × k`): AVX-512 intrinsics where the CPU has them (the loops below
+/// do not auto-vectorise well: the compiler kept the partial sums in 2-wide registers), else
+/// plain Rust compiled for AVX2 or baseline x86-64.
 fn dots<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { dots_avx512(x, k, w, scales, dst) };
+            return unsafe { avx512::dots(x, k, w, scales, dst) };
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: as above.
@@ -234,20 +243,121 @@ fn dots<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &m
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn dots_avx512<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &mut [f32]) {
-    dots_portable(x, k, w, scales, dst)
-}
-
-#[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn dots_avx2<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &mut [f32]) {
     dots_portable(x, k, w, scales, dst)
 }
 
-/// [`dots`] in plain Rust; inlined into each target-feature variant, which compiles it again.
-/// One activation row widens each weight value inside its dot product; several share one
-/// widened copy of the weight row, so that a weight is widened once per step, not once per row.
+/// The decode product in AVX-512: each 16 weights are loaded and widened once and multiplied
+/// into up to four activation rows, with four partial sums per row in flight (a fused
+/// multiply-add waits four cycles for its sum; one chain would leave the unit idle).
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::Stored;
+    use half::bf16;
+    use std::arch::x86_64::*;
+
+    /// 16 stored weights widened to f32.
+    pub(super) trait Widen16 {
+        /// # Safety
+        /// `p` points at 16 readable values; the CPU has AVX-512F.
+        unsafe fn widen16(p: *const Self) -> __m512;
+    }
+
+    impl Widen16 for i8 {
+        #[inline(always)]
+        unsafe fn widen16(p: *const i8) -> __m512 {
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p.cast())))
+        }
+    }
+
+    impl Widen16 for bf16 {
+        // bf16 is the top half of an f32: zero-extend to 32 bits and shift into place.
+        #[inline(always)]
+        unsafe fn widen16(p: *const bf16) -> __m512 {
+            let halves = _mm512_cvtepu16_epi32(_mm256_loadu_si256(p.cast()));
+            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(halves))
+        }
+    }
+
+    impl Widen16 for f32 {
+        #[inline(always)]
+        unsafe fn widen16(p: *const f32) -> __m512 {
+            _mm512_loadu_ps(p)
+        }
+    }
+
+    /// See [`super::dots`].
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `x.len() = m·k`, `w.len() = n·k`, `dst.len() = n·m`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn dots<T: Stored>(
+        x: &[f32],
+        k: usize,
+        w: &[T],
+        scales: Option<&[f32]>,
+        dst: &mut [f32],
+    ) {
+        let m = x.len() / k;
+        for (c, row) in w.chunks_exact(k).enumerate() {
+            let scale = scales.map_or(1.0, |s| s[c]);
+            let out = &mut dst[c * m..(c + 1) * m];
+            let mut r = 0;
+            while r < m {
+                let xs = &x[r * k..];
+                match m - r {
+                    1 => rows::<T, 1>(xs, k, row, scale, &mut out[r..]),
+                    2 => rows::<T, 2>(xs, k, row, scale, &mut out[r..]),
+                    3 => rows::<T, 3>(xs, k, row, scale, &mut out[r..]),
+                    _ => rows::<T, 4>(xs, k, row, scale, &mut out[r..]),
+                }
+                r += 4;
+            }
+        }
+    }
+
+    /// `out[j] = scale · (x[j] · row)` for the `G` activation rows starting at `x`.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn rows<T: Stored, const G: usize>(
+        x: &[f32],
+        k: usize,
+        row: &[T],
+        scale: f32,
+        out: &mut [f32],
+    ) {
+        const UNROLL: usize = 4;
+        let mut acc = [[_mm512_setzero_ps(); UNROLL]; G];
+        let (wp, xp) = (row.as_ptr(), x.as_ptr());
+        let mut i = 0;
+        while i + 16 * UNROLL <= k {
+            for u in 0..UNROLL {
+                let wv = T::widen16(wp.add(i + 16 * u));
+                for (j, a) in acc.iter_mut().enumerate() {
+                    let xv = _mm512_loadu_ps(xp.add(j * k + i + 16 * u));
+                    a[u] = _mm512_fmadd_ps(xv, wv, a[u]);
+                }
+            }
+            i += 16 * UNROLL;
+        }
+        while i + 16 <= k {
+            let wv = T::widen16(wp.add(i));
+            for (j, a) in acc.iter_mut().enumerate() {
+                a[0] = _mm512_fmadd_ps(_mm512_loadu_ps(xp.add(j * k + i)), wv, a[0]);
+            }
+            i += 16;
+        }
+        for (j, a) in acc.iter().enumerate() {
+            let sum = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
+            let tail: f32 = (i..k).map(|t| x[j * k + t] * row[t].widen()).sum();
+            out[j] = scale * (_mm512_reduce_add_ps(sum) + tail);
+        }
+    }
+}
+/// [`dots`] in plain Rust; inlined into the AVX2 variant, which compiles it again. One activation
+/// row widens each weight value inside its dot product; several share one widened copy of the
+/// weight row, so that a weight is widened once per step, not once per row.
 #[inline(always)]
 fn dots_portable<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &mut [f32]) {
     let m = x.len() / k;
