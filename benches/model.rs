@@ -163,7 +163,6 @@ fn main() {
             };
             save(&f32_model, &dir, opts).expect("writing the bench checkpoint");
         }
-        let mut f32_figures = None;
         let mut by_dtype = serde_json::Map::new();
         let mut last_logits = serde_json::Map::new();
         for &dtype in &dtypes {
@@ -197,19 +196,16 @@ fn main() {
             );
             let logits = ours.as_object_mut().and_then(|o| o.remove("last_logits"));
             last_logits.insert(dtype.name().into(), logits.unwrap_or_default());
-            if dtype == WeightDtype::F32 {
-                f32_figures = Some(ours.clone());
-            }
             by_dtype.insert(dtype.name().into(), ours);
         }
         if checkpoint.is_none() {
             let record = json!({
                 "prompt_tokens": prompt_len, "decode_tokens": decode, "threads": threads,
-                "figures": by_dtype, "last_logits": last_logits,
+                "figures": by_dtype.clone(), "last_logits": last_logits,
             });
             std::fs::write(dir.join("ours.json"), record.to_string()).expect("writing ours.json");
         }
-        let (Some(ours), None) = (f32_figures, &checkpoint) else {
+        let (Some(ours), None) = (by_dtype.get(WeightDtype::F32.name()), &checkpoint) else {
             continue;
         };
         match reference(&dir, prompt_len, decode) {

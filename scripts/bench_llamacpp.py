@@ -68,12 +68,14 @@ def convert(converter: Path, model_dir: Path, outtype: str, out: Path):
 _QUIET = None
 
 
-def _quiet(L):
-    """A log callback that drops llama.cpp's load-time chatter (kept alive: C holds the pointer)."""
+def _start(L):
+    """Once per process: llama.cpp's backends, and a log callback that drops its load-time chatter
+    (kept alive here: C holds the pointer)."""
     global _QUIET
     if _QUIET is None:
+        L.llama_backend_init()
         _QUIET = L.llama_log_callback(lambda level, text, user_data: None)
-    return _QUIET
+        L.llama_log_set(_QUIET, ctypes.c_void_p(0))
 
 
 class LlamaCpp:
@@ -83,8 +85,7 @@ class LlamaCpp:
         import llama_cpp as L
 
         self.L = L
-        L.llama_backend_init()
-        L.llama_log_set(_quiet(L), ctypes.c_void_p(0))
+        _start(L)
         mp = L.llama_model_default_params()
         # On a CPU with AMX, llama.cpp repacks q8_0 weights for its AMX kernels, and with these
         # checkpoints the first decode then crashes (segfault, llama-cpp-python 0.3.36); without the

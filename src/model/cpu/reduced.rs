@@ -355,6 +355,7 @@ mod avx512 {
         }
     }
 }
+
 /// [`dots`] in plain Rust; inlined into the AVX2 variant, which compiles it again. One activation
 /// row widens each weight value inside its dot product; several share one widened copy of the
 /// weight row, so that a weight is widened once per step, not once per row.
