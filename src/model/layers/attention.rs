@@ -16,6 +16,20 @@ use burn::tensor::TensorData;
 
 /// Queries per attention block on long inputs.
 const QUERY_BLOCK: usize = 256;
+/// Score elements (`rows × heads × block queries × keys`) one query block may hold on the CPU.
+/// Without a bound, a batched prefill of 16 agent-prompt tails (256 queries each) against 4,000
+/// cached keys held ~270 MB of scores per buffer, and a few such buffers live at once were the
+/// `serve` load test's RSS spike (770–810 MB for `tiny`). 8 Mi elements is 32 MB a buffer; a single
+/// sequence of `small` keeps whole 256-query blocks up to 4,096 keys.
+const CPU_SCORE_ELEMENTS: usize = 8 << 20;
+/// The same on an accelerator, where launches are dear and memory is plentiful (1 GiB a buffer).
+const DEVICE_SCORE_ELEMENTS: usize = 256 << 20;
+
+/// Queries per block for `rows_heads` (rows × query heads) against up to `keys` keys: `block`, or
+/// fewer so that one block's scores stay within `budget` elements; at least one.
+fn bounded_block(block: usize, rows_heads: usize, keys: usize, budget: usize) -> usize {
+    (budget / (rows_heads * keys).max(1)).clamp(1, block.max(1))
+}
 
 #[derive(Module, Debug)]
 pub struct Attention<B: Backend> {
@@ -216,6 +230,12 @@ impl<B: Backend> Attention<B> {
         let nkv = self.num_kv_heads;
         let rep = nh / nkv;
         let cached = k.dims()[2] - t;
+        let budget = if is_cpu::<B>() {
+            CPU_SCORE_ELEMENTS
+        } else {
+            DEVICE_SCORE_ELEMENTS
+        };
+        let block = bounded_block(block, b * nh, cached + t, budget);
         let mut blocks: Vec<Tensor<B, 4>> = (0..t)
             .step_by(block)
             .map(|from| {
@@ -362,6 +382,18 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The score bound shrinks query blocks only when a block's scores would exceed it (blocking
+    /// itself changes no output: `query_blocks_equal_one_block`).
+    #[test]
+    fn query_blocks_shrink_to_the_score_budget() {
+        // The load test's burst: 16 tails of 4 heads against 4,096 keys -> 32-query blocks (32 MB).
+        assert_eq!(bounded_block(256, 16 * 4, 4096, CPU_SCORE_ELEMENTS), 32);
+        // One `small` sequence (8 heads) at 4,096 keys keeps whole blocks.
+        assert_eq!(bounded_block(256, 8, 4096, CPU_SCORE_ELEMENTS), 256);
+        // Never below one query, whatever the context.
+        assert_eq!(bounded_block(256, 32 * 16, 1 << 20, CPU_SCORE_ELEMENTS), 1);
     }
 
     /// The CPU kernel for a few queries (decode steps) sees the same keys and gives the same
