@@ -58,6 +58,7 @@ fn main() {
             queue_capacity: 64,
             max_batch: 32,
             max_context: 4096,
+            prefill_chunk: engine::PREFILL_CHUNK,
         };
         let (handle, thread) = engine::spawn(model, tok.clone(), config, metrics.clone());
         let run = |c: usize| -> f64 {

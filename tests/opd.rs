@@ -626,6 +626,7 @@ mod end_to_end {
                 queue_capacity: 64,
                 max_batch: 8,
                 max_context: 384,
+                prefill_chunk: hat::serve::engine::PREFILL_CHUNK,
             },
         };
         let (app, _engine) = build_app(

@@ -264,6 +264,7 @@ fn server() -> SocketAddr {
                     queue_capacity: 16,
                     max_batch: 4,
                     max_context: 128,
+                    prefill_chunk: crate::serve::engine::PREFILL_CHUNK,
                 },
             };
             let (app, _engine) = build_app(model, tok, template, &options, None);

@@ -72,6 +72,12 @@ pub struct ServeArgs {
     /// Sequences decoded together at most.
     #[arg(long, default_value_t = 32)]
     pub max_batch: usize,
+    /// Prompt tokens prefilled per engine iteration while other sequences decode (chunked
+    /// prefill): smaller keeps their inter-token latency steadier while long prompts arrive,
+    /// larger admits new prompts sooner. Rounded to the model's 64-token chunks. 0 prefills each
+    /// new prompt in one piece.
+    #[arg(long, default_value_t = crate::serve::engine::PREFILL_CHUNK)]
+    pub prefill_chunk: usize,
     /// Decoding states of prompt prefixes kept for reuse (one per 256-token block of a prompt; each
     /// holds the KV cache up to its block). 0 disables prefix caching.
     #[arg(long, default_value_t = crate::serve::model::PREFIX_ENTRIES)]
@@ -164,6 +170,7 @@ fn run(args: ServeArgs) -> Result<()> {
             queue_capacity: args.max_queue,
             max_batch: args.max_batch.max(1),
             max_context,
+            prefill_chunk: args.prefill_chunk,
         },
     };
     let agent = match &args.harness {

@@ -28,14 +28,23 @@ pub trait StepModel: Send + 'static {
     /// The running sequences' states, kept in place from step to step (see `serve::batch`).
     type Batch: Send;
     fn vocab_size(&self) -> usize;
-    /// Runs the prompts (each possibly continuing a cached prefix), batched where it can: the
-    /// requests admitted in one iteration arrive together. One result per prompt, so that a bad
-    /// prompt fails alone.
-    fn prefill_batch(&mut self, prompts: &[&[u32]]) -> Vec<Result<Prefilled<Self::State>>>;
-    /// Prefills up to `budget` more tokens of `prompt` ahead of its admission, without logits, so
-    /// that the admission's prefill finds them done (chunked prefill). `None` when the model cannot
-    /// (then the prompt is prefilled in one piece).
-    fn warm(&mut self, _prompt: &[u32], _budget: usize) -> Result<Option<WarmUp>> {
+    /// Runs the prompts, each continuing its [`Partial`] prefill when it has one (or a cached
+    /// prefix), batched where it can: the requests admitted in one iteration arrive together. One
+    /// result per prompt, so that a bad prompt fails alone.
+    fn prefill_batch(
+        &mut self,
+        prompts: Vec<(&[u32], Option<Partial<Self::State>>)>,
+    ) -> Vec<Result<Prefilled<Self::State>>>;
+    /// Prefills up to `budget` more tokens of `prompt` ahead of its admission, without logits,
+    /// continuing `partial` (or, without one, the prompt's longest cached prefix), and always
+    /// leaving at least one token for the admission's prefill (chunked prefill). `None` when the
+    /// model cannot (then the prompt is prefilled in one piece).
+    fn warm(
+        &mut self,
+        _prompt: &[u32],
+        _partial: Option<Partial<Self::State>>,
+        _budget: usize,
+    ) -> Result<Option<Partial<Self::State>>> {
         Ok(None)
     }
     fn new_batch(&self) -> Self::Batch;
@@ -69,18 +78,17 @@ pub trait StepModel: Send + 'static {
 
 pub use crate::model::generation::speculative::Round as SpecRound;
 
-/// Prompt tokens prefilled per engine iteration ahead of admission while sequences decode: about
-/// one `small` decode step's time at batch 32, so inter-token latency stays bounded when long
-/// prompts arrive.
-pub const PREFILL_CHUNK: usize = 256;
+/// Default prompt tokens prefilled per engine iteration while sequences decode (`--prefill-chunk`):
+/// about one decode step of 8 `small` sequences on 2 CPU cores, so that the running sequences'
+/// inter-token gaps stay within about twice their usual length while long prompts arrive.
+pub const PREFILL_CHUNK: usize = 64;
 
-/// What [`StepModel::warm`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WarmUp {
-    /// Tokens prefilled by this call.
-    pub advanced: usize,
-    /// Tokens of the prompt still to prefill.
-    pub left: usize,
+/// A prompt prefilled part of the way ahead of its admission (chunked prefill): the decoding state
+/// after its first `pos` tokens, of which the first `cached_tokens` came from the prefix cache.
+pub struct Partial<S> {
+    pub state: S,
+    pub pos: usize,
+    pub cached_tokens: usize,
 }
 
 /// A prefilled prompt: its state, the logits of its last position, and how many of its tokens
@@ -142,6 +150,9 @@ pub struct EngineConfig {
     pub max_batch: usize,
     /// Prompt + generated tokens per sequence.
     pub max_context: usize,
+    /// Prompt tokens prefilled per iteration while sequences decode (chunked prefill; 0: a new
+    /// prompt is prefilled in one piece, however long the running sequences then wait).
+    pub prefill_chunk: usize,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -225,7 +236,24 @@ struct Engine<M: StepModel> {
     active: Vec<Active>,
     batch: Option<M::Batch>,
     /// Long prompts being prefilled a chunk per iteration (see [`Engine::ready`]).
-    warming: VecDeque<GenRequest>,
+    warming: VecDeque<Warming<M::State>>,
+}
+
+/// A request waiting for admission and how far its prompt is prefilled.
+struct Warming<S> {
+    req: GenRequest,
+    partial: Option<Partial<S>>,
+}
+
+impl<S> Warming<S> {
+    fn new(req: GenRequest) -> Self {
+        Warming { req, partial: None }
+    }
+
+    /// Prompt tokens not prefilled yet (a cached prefix the model has not looked up counts here).
+    fn left(&self) -> usize {
+        self.req.prompt.len() - self.partial.as_ref().map_or(0, |p| p.pos)
+    }
 }
 
 impl<M: StepModel> Engine<M> {
@@ -260,31 +288,49 @@ impl<M: StepModel> Engine<M> {
         }
     }
 
-    /// Chunked prefill: while sequences decode, a new prompt with more than [`PREFILL_CHUNK`]
-    /// tokens left to prefill advances by at most that many tokens per iteration (through the
-    /// model's prefix cache, see [`StepModel::warm`]) instead of stalling every running sequence
-    /// for its whole prefill; the last piece is prefilled with the batch's other newcomers.
-    /// Returns the requests ready for that.
-    fn ready(&mut self, incoming: Vec<GenRequest>) -> Vec<GenRequest> {
+    /// Chunked prefill: while sequences decode, an iteration prefills at most
+    /// [`EngineConfig::prefill_chunk`] prompt tokens, so that new prompts do not stall the running
+    /// sequences for their whole prefill. In arrival order, a prompt whose rest fits the budget is
+    /// admitted (prefilled with the iteration's other admissions); the first that does not fit
+    /// advances by what is left of the budget (its [`Partial`] state kept here, see
+    /// [`StepModel::warm`]) and the later ones wait. Returns the requests to admit.
+    fn ready(&mut self, incoming: Vec<GenRequest>) -> Vec<Warming<M::State>> {
         let mut waiting = std::mem::take(&mut self.warming);
-        waiting.extend(incoming);
-        if self.active.is_empty() {
-            return waiting.into(); // nothing to stall: prefill in one piece, fastest
+        waiting.extend(incoming.into_iter().map(Warming::new));
+        let chunk = self.config.prefill_chunk;
+        if self.active.is_empty() || chunk == 0 {
+            return waiting.into(); // nothing to stall (or no chunking): prefill in one piece
         }
-        let mut budget = PREFILL_CHUNK;
+        let mut budget = chunk;
         let mut ready = Vec::new();
-        for req in waiting {
-            match self.model.warm(&req.prompt, budget) {
-                Ok(Some(WarmUp { advanced, left })) if left > PREFILL_CHUNK => {
+        for mut w in waiting {
+            if w.left() <= budget {
+                budget -= w.left();
+                ready.push(w);
+                continue;
+            }
+            if budget == 0 {
+                self.warming.push_back(w);
+                continue;
+            }
+            let from = w.partial.as_ref().map(|p| p.pos);
+            match self.model.warm(&w.req.prompt, w.partial.take(), budget) {
+                Ok(Some(p)) => {
+                    let advanced = p.pos - from.unwrap_or(p.cached_tokens);
+                    self.metrics
+                        .chunked_prompt_tokens
+                        .fetch_add(advanced as u64, Relaxed);
                     budget = budget.saturating_sub(advanced);
-                    self.warming.push_back(req);
-                }
-                Ok(Some(WarmUp { advanced, .. })) => {
-                    budget = budget.saturating_sub(advanced);
-                    ready.push(req);
+                    w.partial = Some(p);
+                    // No progress (the rest is shorter than the model's chunk): admit it now.
+                    if advanced == 0 && from.is_some() {
+                        ready.push(w);
+                    } else {
+                        self.warming.push_back(w);
+                    }
                 }
                 // No chunking here, or a bad prompt: the prefill says what is wrong.
-                Ok(None) | Err(_) => ready.push(req),
+                Ok(None) | Err(_) => ready.push(w),
             }
         }
         ready
@@ -309,12 +355,18 @@ impl<M: StepModel> Engine<M> {
     }
 
     /// Prefills the new requests together and emits each one's first token.
-    fn admit(&mut self, reqs: Vec<GenRequest>) {
-        if reqs.is_empty() {
+    fn admit(&mut self, admitted: Vec<Warming<M::State>>) {
+        if admitted.is_empty() {
             return;
         }
-        let prompts: Vec<&[u32]> = reqs.iter().map(|r| r.prompt.as_slice()).collect();
-        let results = self.model.prefill_batch(&prompts);
+        let (reqs, partials): (Vec<GenRequest>, Vec<Option<Partial<M::State>>>) =
+            admitted.into_iter().map(|w| (w.req, w.partial)).unzip();
+        let prompts = reqs
+            .iter()
+            .map(|r| r.prompt.as_slice())
+            .zip(partials)
+            .collect();
+        let results = self.model.prefill_batch(prompts);
         let mut states = Vec::with_capacity(results.len());
         for (req, result) in reqs.into_iter().zip(results) {
             let Prefilled {

@@ -53,6 +53,8 @@ pub struct Metrics {
     pub prompt_tokens: AtomicU64,
     /// Prompt tokens whose state came from the prefix cache.
     pub cached_prompt_tokens: AtomicU64,
+    /// Prompt tokens prefilled ahead of admission, a chunk per iteration, while sequences decoded.
+    pub chunked_prompt_tokens: AtomicU64,
     pub generation_tokens: AtomicU64,
     /// Requests accepted but not yet admitted into the running batch.
     pub queue_depth: AtomicU64,
@@ -168,6 +170,12 @@ impl Metrics {
                 "counter",
                 "Prompt tokens reused from the prefix cache instead of prefilled.",
                 &self.cached_prompt_tokens,
+            ),
+            (
+                "hat_chunked_prefill_tokens_total",
+                "counter",
+                "Prompt tokens prefilled in chunks between decode steps (chunked prefill).",
+                &self.chunked_prompt_tokens,
             ),
             (
                 "hat_generation_tokens_total",

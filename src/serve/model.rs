@@ -10,7 +10,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use burn::prelude::Backend;
 
 use super::batch::RunningBatch;
-use super::engine::{Prefilled, SpecRound, StepModel, WarmUp};
+use super::engine::{Partial, Prefilled, SpecRound, StepModel};
 use super::mtp::{self, SpecState};
 use super::prefix_cache::PrefixCache;
 use crate::model::{Cache, CausalLm, WeightDtype};
@@ -19,6 +19,9 @@ use crate::train::batch::bucket;
 /// Tokens per prefix-cache block: a multiple of the DeltaNet chunk (64), so a prompt prefilled in
 /// blocks goes through the same chunks as in one piece.
 pub const PREFIX_BLOCK: usize = 256;
+/// Tokens of a DeltaNet chunk: a prompt prefilled in pieces that start on multiples of it goes
+/// through the same chunks as in one piece.
+const DELTA_CHUNK: usize = crate::model::layers::gated_deltanet::CHUNK;
 /// Default number of cached prefix states.
 pub const PREFIX_ENTRIES: usize = 64;
 /// Padded tokens (rows × longest tail) per batched prefill forward. Bounds the activations that
@@ -85,40 +88,53 @@ impl<B: Backend> BurnModel<B> {
     }
 }
 
-/// A prompt on its way: its cached prefix and whole prefix blocks are in `state`, `prompt[pos..]`
-/// (the tail) remains to prefill.
-struct Started<B: Backend> {
-    state: Cache<B>,
-    pos: usize,
-    cached_tokens: usize,
-}
-
 impl<B: Backend> BurnModel<B> {
-    /// Restores the longest cached prefix of `prompt`, then advances through the remaining whole
-    /// prefix blocks one at a time, caching the state after each (so a prompt later in the same
-    /// batch that shares them finds them). Checks the tail, so that a bad prompt fails alone
-    /// instead of failing the batched forward of its group.
-    fn start_prefill(&mut self, prompt: &[u32]) -> Result<Started<B>> {
-        let (cached_tokens, mut state) = self
+    /// The state after the longest cached prefix of `prompt` (or a fresh one).
+    fn cached_start(&mut self, prompt: &[u32]) -> Partial<Cache<B>> {
+        let (cached_tokens, state) = self
             .prefixes
             .longest(prompt)
             .unwrap_or_else(|| (0, self.model.new_cache()));
-        let mut pos = cached_tokens;
-        let boundaries: Vec<usize> = self.prefixes.boundaries(pos, prompt.len()).collect();
-        for b in boundaries {
-            self.model.advance(&prompt[pos..b], &mut state)?;
-            self.prefixes.insert(&prompt[..b], state.clone());
-            pos = b;
+        Partial {
+            state,
+            pos: cached_tokens,
+            cached_tokens,
         }
-        if pos == prompt.len() {
+    }
+
+    /// Advances `p` through `prompt[p.pos..to]`, stopping at each prefix-cache block boundary on
+    /// the way to store the state there (so that a prompt later in the same batch, or a later
+    /// request, that shares the prefix finds it).
+    fn advance_to(&mut self, prompt: &[u32], p: &mut Partial<Cache<B>>, to: usize) -> Result<()> {
+        let stops: Vec<usize> = self.prefixes.boundaries(p.pos, to).collect();
+        for b in stops.into_iter().chain((p.pos < to).then_some(to)) {
+            self.model.advance(&prompt[p.pos..b], &mut p.state)?;
+            if self.prefixes.is_boundary(b) {
+                self.prefixes.insert(&prompt[..b], p.state.clone());
+            }
+            p.pos = b;
+        }
+        Ok(())
+    }
+
+    /// Continues `partial` (or the longest cached prefix of `prompt`) through the prompt's whole
+    /// prefix blocks. Checks the tail left for the batched forward, so that a bad prompt fails
+    /// alone instead of failing its group.
+    fn start_prefill(
+        &mut self,
+        prompt: &[u32],
+        partial: Option<Partial<Cache<B>>>,
+    ) -> Result<Partial<Cache<B>>> {
+        let mut p = partial.unwrap_or_else(|| self.cached_start(prompt));
+        let last_block = self.prefixes.boundaries(p.pos, prompt.len()).last();
+        if let Some(b) = last_block {
+            self.advance_to(prompt, &mut p, b)?;
+        }
+        if p.pos == prompt.len() {
             bail!("empty prompt: give at least one token");
         }
-        self.model.check_tokens(&prompt[pos..], pos, 0)?;
-        Ok(Started {
-            state,
-            pos,
-            cached_tokens,
-        })
+        self.model.check_tokens(&prompt[p.pos..], p.pos, 0)?;
+        Ok(p)
     }
 }
 
@@ -130,12 +146,17 @@ impl<B: Backend> StepModel for BurnModel<B> {
         self.model.config.vocab_size
     }
 
-    fn prefill_batch(&mut self, prompts: &[&[u32]]) -> Vec<Result<Prefilled<Cache<B>>>> {
+    fn prefill_batch(
+        &mut self,
+        admitted: Vec<(&[u32], Option<Partial<Cache<B>>>)>,
+    ) -> Vec<Result<Prefilled<Cache<B>>>> {
         let mut results: Vec<Option<Result<Prefilled<Cache<B>>>>> =
-            prompts.iter().map(|_| None).collect();
-        let mut tails: Vec<(usize, Started<B>)> = Vec::new();
-        for (i, prompt) in prompts.iter().enumerate() {
-            match self.start_prefill(prompt) {
+            admitted.iter().map(|_| None).collect();
+        let mut prompts = Vec::with_capacity(admitted.len());
+        let mut tails: Vec<(usize, Partial<Cache<B>>)> = Vec::new();
+        for (i, (prompt, partial)) in admitted.into_iter().enumerate() {
+            prompts.push(prompt);
+            match self.start_prefill(prompt, partial) {
                 Ok(s) => tails.push((i, s)),
                 Err(e) => results[i] = Some(Err(e)),
             }
@@ -145,14 +166,15 @@ impl<B: Backend> StepModel for BurnModel<B> {
             .iter()
             .map(|(i, s)| prompts[*i].len() - s.pos)
             .collect();
-        let mut tails: Vec<Option<(usize, Started<B>)>> = tails.into_iter().map(Some).collect();
+        let mut tails: Vec<Option<(usize, Partial<Cache<B>>)>> =
+            tails.into_iter().map(Some).collect();
         for rows in bucket(&lens, PREFILL_TOKENS) {
-            let group: Vec<(usize, Started<B>)> = rows
+            let group: Vec<(usize, Partial<Cache<B>>)> = rows
                 .iter()
                 .map(|&k| tails[k].take().expect("bucket places each tail once"))
                 .collect();
             let rows: Vec<&[u32]> = group.iter().map(|(i, s)| &prompts[*i][s.pos..]).collect();
-            let (ids, started): (Vec<usize>, Vec<Started<B>>) = group.into_iter().unzip();
+            let (ids, started): (Vec<usize>, Vec<Partial<Cache<B>>>) = group.into_iter().unzip();
             let cached: Vec<usize> = started.iter().map(|s| s.cached_tokens).collect();
             let mut states: Vec<Cache<B>> = started.into_iter().map(|s| s.state).collect();
             match self.model.extend_batch(&rows, &mut states) {
@@ -181,32 +203,24 @@ impl<B: Backend> StepModel for BurnModel<B> {
             .collect()
     }
 
-    /// Advances the prompt's whole prefix blocks after its longest cached prefix, up to `budget`
-    /// tokens, storing each block's state in the prefix cache, where the admission's prefill
-    /// finds them (an entry evicted meanwhile is only computed again).
-    fn warm(&mut self, prompt: &[u32], budget: usize) -> Result<Option<WarmUp>> {
-        if !self.prefixes.is_enabled() {
-            return Ok(None);
+    /// Advances `partial` (or the prompt's longest cached prefix) by about `budget` tokens, in
+    /// whole DeltaNet chunks from the prompt's start (so that the chunks are those of a prefill in
+    /// one piece and the output does not change): down to a chunk boundary, but at least one chunk,
+    /// and never the prompt's last token. Prefix-cache blocks passed on the way are stored.
+    fn warm(
+        &mut self,
+        prompt: &[u32],
+        partial: Option<Partial<Cache<B>>>,
+        budget: usize,
+    ) -> Result<Option<Partial<Cache<B>>>> {
+        let mut p = partial.unwrap_or_else(|| self.cached_start(prompt));
+        let aligned = |n: usize| n / DELTA_CHUNK * DELTA_CHUNK;
+        let last = aligned(prompt.len().saturating_sub(1));
+        let to = aligned(p.pos + budget).max(aligned(p.pos) + DELTA_CHUNK).min(last);
+        if to > p.pos {
+            self.advance_to(prompt, &mut p, to)?;
         }
-        let (cached, mut state) = self
-            .prefixes
-            .longest(prompt)
-            .unwrap_or_else(|| (0, self.model.new_cache()));
-        let mut pos = cached;
-        let blocks: Vec<usize> = self
-            .prefixes
-            .boundaries(pos, prompt.len())
-            .take_while(|&b| b - cached <= budget)
-            .collect();
-        for b in blocks {
-            self.model.advance(&prompt[pos..b], &mut state)?;
-            self.prefixes.insert(&prompt[..b], state.clone());
-            pos = b;
-        }
-        Ok(Some(WarmUp {
-            advanced: pos - cached,
-            left: prompt.len() - pos,
-        }))
+        Ok(Some(p))
     }
 
     fn new_batch(&self) -> RunningBatch<B> {
@@ -279,7 +293,7 @@ mod tests {
     }
 
     fn prefill_one(m: &mut M, prompt: &[u32]) -> Prefilled<Cache<NdArray<f32>>> {
-        m.prefill_batch(&[prompt]).pop().unwrap().unwrap()
+        m.prefill_batch(vec![(prompt, None)]).pop().unwrap().unwrap()
     }
 
     #[test]
@@ -315,6 +329,37 @@ mod tests {
         assert!(max_abs_diff(&x[0], &y[0]) < 1e-4);
     }
 
+    /// Chunked prefill: warming a prompt in pieces of any budget (stored prefix blocks on the way),
+    /// then admitting it, gives the logits of prefilling it in one piece, with and without a
+    /// prefix cache; a later prompt sharing its prefix finds the blocks the pieces stored.
+    #[test]
+    fn warming_in_pieces_equals_one_piece() {
+        let prompt: Vec<u32> = (0..700).map(|i| (i * 37 + 11) % 300).collect();
+        let whole = prefill_one(&mut tiny().with_prefix_cache(0), &prompt);
+        for (entries, budget) in [(8, 100), (0, 64), (8, 1), (0, 1000)] {
+            let mut m = tiny().with_prefix_cache(entries);
+            let mut partial = None;
+            let mut positions = Vec::new();
+            for _ in 0..20 {
+                let p = m.warm(&prompt, partial.take(), budget).unwrap().unwrap();
+                positions.push(p.pos);
+                partial = Some(p);
+            }
+            // Whole 64-token chunks, at least one per call, never the last token.
+            assert!(positions.iter().all(|p| p % 64 == 0), "{positions:?}");
+            assert_eq!(*positions.last().unwrap(), 640, "{positions:?}");
+            assert!(positions[0] >= budget.min(640) / 64 * 64 && positions[0] >= 64);
+            let pre = m.prefill_batch(vec![(&prompt, partial)]).pop().unwrap().unwrap();
+            let diff = max_abs_diff(&pre.logits, &whole.logits);
+            assert!(diff < 1e-4, "entries {entries}, budget {budget}: {diff}");
+            if entries > 0 {
+                assert_eq!(m.prefixes.len(), 2, "blocks 256 and 512 stored on the way");
+                let again = prefill_one(&mut m, &prompt[..600]);
+                assert_eq!(again.cached_tokens, 512);
+            }
+        }
+    }
+
     /// Prefills `prompts` in one batch on one model and one at a time on an identical one, after
     /// both prefilled `warm` (to fill their prefix caches), then decodes a few tokens for all
     /// sequences together on the first and for each alone on the second: the last logits, the
@@ -330,13 +375,12 @@ mod tests {
             prefill_one(&mut batched, w);
             prefill_one(&mut single, w);
         }
-        let refs: Vec<&[u32]> = prompts.iter().map(Vec::as_slice).collect();
         let together: Vec<_> = batched
-            .prefill_batch(&refs)
+            .prefill_batch(prompts.iter().map(|p| (p.as_slice(), None)).collect())
             .into_iter()
             .map(Result::unwrap)
             .collect();
-        let alone: Vec<_> = refs.iter().map(|p| prefill_one(&mut single, p)).collect();
+        let alone: Vec<_> = prompts.iter().map(|p| prefill_one(&mut single, p)).collect();
         for (r, (x, y)) in together.iter().zip(&alone).enumerate() {
             assert_eq!(x.cached_tokens, y.cached_tokens, "row {r}");
             let d = max_abs_diff(&x.logits, &y.logits);
@@ -405,7 +449,8 @@ mod tests {
     #[test]
     fn a_bad_prompt_fails_alone() {
         let mut m = tiny();
-        let results = m.prefill_batch(&[&[1, 2, 3], &[1, 300], &[], &[4, 5]]);
+        let prompts: [&[u32]; 4] = [&[1, 2, 3], &[1, 300], &[], &[4, 5]];
+        let results = m.prefill_batch(prompts.iter().map(|&p| (p, None)).collect());
         assert!(results[0].is_ok() && results[3].is_ok());
         let err = |r: &Result<_>| format!("{:#}", r.as_ref().err().unwrap());
         assert!(err(&results[1]).contains("outside the vocabulary"));

@@ -66,6 +66,11 @@ impl<S: Clone> PrefixCache<S> {
             .take_while(move |&b| enabled && b < len)
     }
 
+    /// Whether a state after `len` tokens is one the cache stores (a block boundary).
+    pub fn is_boundary(&self, len: usize) -> bool {
+        self.is_enabled() && len > 0 && len % self.block == 0
+    }
+
     /// Stores the state after `prefix`, evicting the least recently used entry when full.
     pub fn insert(&mut self, prefix: &[u32], state: S) {
         if !self.is_enabled() {

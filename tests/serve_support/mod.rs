@@ -72,6 +72,7 @@ pub fn options() -> AppOptions {
             queue_capacity: 64,
             max_batch: 16,
             max_context: 4096,
+            prefill_chunk: hat::serve::engine::PREFILL_CHUNK,
         },
     }
 }
