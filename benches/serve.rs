@@ -3,7 +3,8 @@
 //! generates exactly its max_tokens (no end-of-turn token is set), so tokens/s compare across
 //! concurrency; the wall clock includes each request's (short) prefill. Goal: ≥4× the single-request
 //! rate at 32. Then inter-token latency: 8 requests decoding alone, and again while long prompts
-//! (1,000 tokens) arrive; with chunked prefill the P95 gap should stay within 2× of the first.
+//! (1,000 tokens) arrive; with chunked prefill (`--prefill-chunk`, default 64) the P95 gap should
+//! stay within 2× of the first. Chunks of 0 (none) and 256 tokens are measured beside it.
 //! Run: `cargo bench --bench serve`.
 
 use std::sync::Arc;
@@ -45,22 +46,24 @@ fn main() {
         .to_vec();
     let tok = Arc::new(tok);
     for (preset, max_tokens) in [("tiny", 64), ("small", 16)] {
-        let model = BurnModel::<NdArray<f32>>::random(
-            preset,
-            tok.get_vocab_size(true),
-            0,
-            hat::model::WeightDtype::F32,
-            Default::default(),
-        )
-        .expect("model");
-        let metrics = Arc::new(Metrics::default());
-        let config = EngineConfig {
-            queue_capacity: 64,
-            max_batch: 32,
-            max_context: 4096,
-            prefill_chunk: engine::PREFILL_CHUNK,
+        let spawn = |prefill_chunk: usize| {
+            let model = BurnModel::<NdArray<f32>>::random(
+                preset,
+                tok.get_vocab_size(true),
+                0,
+                hat::model::WeightDtype::F32,
+                Default::default(),
+            )
+            .expect("model");
+            let config = EngineConfig {
+                queue_capacity: 64,
+                max_batch: 32,
+                max_context: 4096,
+                prefill_chunk,
+            };
+            engine::spawn(model, tok.clone(), config, Arc::new(Metrics::default()))
         };
-        let (handle, thread) = engine::spawn(model, tok.clone(), config, metrics.clone());
+        let (handle, thread) = spawn(engine::PREFILL_CHUNK);
         let run = |c: usize| -> f64 {
             let started = Instant::now();
             let receivers: Vec<_> = (0..c)
@@ -90,18 +93,30 @@ fn main() {
                 rate / base
             );
         }
-        let quiet = inter_token_p95(&handle, &prompt, &[], max_tokens.max(32));
-        let arrivals = inter_token_p95(&handle, &prompt, &long_prompt, max_tokens.max(32));
-        println!(
-            "serve/{preset}: P95 inter-token latency, 8 decoding: {:.1} ms alone, {:.1} ms while 4 \
-             prompts of {} tokens arrive ({:.2}x)",
-            quiet * 1e3,
-            arrivals * 1e3,
-            long_prompt.len(),
-            arrivals / quiet
-        );
         drop(handle);
         thread.join().expect("engine thread");
+        // Inter-token latency with the default chunk, and without chunking or with a larger chunk
+        // for comparison.
+        for chunk in [engine::PREFILL_CHUNK, 0, 256] {
+            let (handle, thread) = spawn(chunk);
+            inter_token_gaps(&handle, &prompt, &[], max_tokens.max(32)); // warm-up
+            let quiet = inter_token_gaps(&handle, &prompt, &[], max_tokens.max(32));
+            let busy = inter_token_gaps(&handle, &prompt, &long_prompt, max_tokens.max(32));
+            println!(
+                "serve/{preset}: --prefill-chunk {chunk:>3}: inter-token gaps of 8 decoding, P95 \
+                 {:.1} ms alone, {:.1} ms while 4 prompts of {} tokens arrive ({:.2}x); longest \
+                 {:.0} ms alone, {:.0} ms with arrivals; the 4 answered after {:.2} s",
+                quiet.p95 * 1e3,
+                busy.p95 * 1e3,
+                long_prompt.len(),
+                busy.p95 / quiet.p95,
+                quiet.max * 1e3,
+                busy.max * 1e3,
+                busy.answered
+            );
+            drop(handle);
+            thread.join().expect("engine thread");
+        }
     }
 }
 
@@ -129,9 +144,22 @@ fn submit_greedy(
     rx
 }
 
-/// P95 of the gaps between consecutive tokens of 8 requests decoding `max_tokens` each; when
-/// `long` is given, 4 requests with that prompt (and one output token) arrive while they decode.
-fn inter_token_p95(handle: &EngineHandle, prompt: &[u32], long: &[u32], max_tokens: usize) -> f64 {
+/// Gaps between consecutive tokens of 8 requests decoding, in seconds.
+struct Gaps {
+    p95: f64,
+    max: f64,
+    /// From the first arrival until all are answered (0 without arrivals).
+    answered: f64,
+}
+
+/// The gaps between consecutive tokens of 8 requests decoding `max_tokens` each; when `long` is
+/// given, 4 requests with that prompt (and one output token) arrive while they decode.
+fn inter_token_gaps(
+    handle: &EngineHandle,
+    prompt: &[u32],
+    long: &[u32],
+    max_tokens: usize,
+) -> Gaps {
     let submit = |prompt: &[u32], max_tokens: usize, seed: u64| {
         submit_greedy(handle, prompt, max_tokens, seed)
     };
@@ -152,13 +180,22 @@ fn inter_token_p95(handle: &EngineHandle, prompt: &[u32], long: &[u32], max_toke
         })
         .collect();
     let mut arrivals = Vec::new();
+    let first_arrival = Instant::now();
     if !long.is_empty() {
         for i in 0..4 {
             std::thread::sleep(Duration::from_millis(50));
             // Distinct prompts: no prefix-cache hits between them.
             let mut p = long.to_vec();
             p[0] = i as u32;
-            arrivals.push(submit(&p, 1, 100 + i));
+            let mut rx = submit(&p, 1, 100 + i);
+            arrivals.push(std::thread::spawn(move || {
+                while let Some(ev) = rx.blocking_recv() {
+                    if matches!(ev, Event::Done { .. } | Event::Error(_)) {
+                        break;
+                    }
+                }
+                Instant::now()
+            }));
         }
     }
     let mut gaps: Vec<f64> = watchers
@@ -170,13 +207,14 @@ fn inter_token_p95(handle: &EngineHandle, prompt: &[u32], long: &[u32], max_toke
                 .collect::<Vec<_>>()
         })
         .collect();
-    for mut rx in arrivals {
-        while let Some(ev) = rx.blocking_recv() {
-            if matches!(ev, Event::Done { .. } | Event::Error(_)) {
-                break;
-            }
-        }
-    }
+    let answered = arrivals
+        .into_iter()
+        .map(|a| (a.join().expect("arrival") - first_arrival).as_secs_f64())
+        .fold(0.0, f64::max);
     gaps.sort_by(f64::total_cmp);
-    gaps[(gaps.len() * 95 / 100).min(gaps.len() - 1)]
+    Gaps {
+        p95: gaps[(gaps.len() * 95 / 100).min(gaps.len() - 1)],
+        max: gaps[gaps.len() - 1],
+        answered,
+    }
 }

@@ -53,7 +53,11 @@ fn persistent_batch_decodes_like_single_sequences() {
     let mut last: Vec<u32> = Vec::new();
     let mut fresh: Vec<Cache<B>> = Vec::new();
     for p in &prompts {
-        let pre = m.prefill_batch(vec![(p.as_slice(), None)]).pop().unwrap().unwrap();
+        let pre = m
+            .prefill_batch(vec![(p.as_slice(), None)])
+            .pop()
+            .unwrap()
+            .unwrap();
         last.push(argmax(&pre.logits) as u32);
         alone.push(pre.state.clone());
         fresh.push(pre.state);

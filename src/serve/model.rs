@@ -216,7 +216,9 @@ impl<B: Backend> StepModel for BurnModel<B> {
         let mut p = partial.unwrap_or_else(|| self.cached_start(prompt));
         let aligned = |n: usize| n / DELTA_CHUNK * DELTA_CHUNK;
         let last = aligned(prompt.len().saturating_sub(1));
-        let to = aligned(p.pos + budget).max(aligned(p.pos) + DELTA_CHUNK).min(last);
+        let to = aligned(p.pos + budget)
+            .max(aligned(p.pos) + DELTA_CHUNK)
+            .min(last);
         if to > p.pos {
             self.advance_to(prompt, &mut p, to)?;
         }
@@ -293,7 +295,10 @@ mod tests {
     }
 
     fn prefill_one(m: &mut M, prompt: &[u32]) -> Prefilled<Cache<NdArray<f32>>> {
-        m.prefill_batch(vec![(prompt, None)]).pop().unwrap().unwrap()
+        m.prefill_batch(vec![(prompt, None)])
+            .pop()
+            .unwrap()
+            .unwrap()
     }
 
     #[test]
@@ -349,7 +354,11 @@ mod tests {
             assert!(positions.iter().all(|p| p % 64 == 0), "{positions:?}");
             assert_eq!(*positions.last().unwrap(), 640, "{positions:?}");
             assert!(positions[0] >= budget.min(640) / 64 * 64 && positions[0] >= 64);
-            let pre = m.prefill_batch(vec![(&prompt, partial)]).pop().unwrap().unwrap();
+            let pre = m
+                .prefill_batch(vec![(&prompt, partial)])
+                .pop()
+                .unwrap()
+                .unwrap();
             let diff = max_abs_diff(&pre.logits, &whole.logits);
             assert!(diff < 1e-4, "entries {entries}, budget {budget}: {diff}");
             if entries > 0 {
@@ -380,7 +389,10 @@ mod tests {
             .into_iter()
             .map(Result::unwrap)
             .collect();
-        let alone: Vec<_> = prompts.iter().map(|p| prefill_one(&mut single, p)).collect();
+        let alone: Vec<_> = prompts
+            .iter()
+            .map(|p| prefill_one(&mut single, p))
+            .collect();
         for (r, (x, y)) in together.iter().zip(&alone).enumerate() {
             assert_eq!(x.cached_tokens, y.cached_tokens, "row {r}");
             let d = max_abs_diff(&x.logits, &y.logits);
