@@ -16,14 +16,11 @@ use burn::tensor::TensorData;
 
 /// Queries per attention block on long inputs.
 const QUERY_BLOCK: usize = 256;
-/// Score elements (`rows × heads × block queries × keys`) one query block may hold on the CPU.
-/// Without a bound, a batched prefill of 16 agent-prompt tails (256 queries each) against 4,000
-/// cached keys held ~270 MB of scores per buffer, and a few such buffers live at once were the
-/// `serve` load test's RSS spike (770–810 MB for `tiny`). 8 Mi elements is 32 MB a buffer; a single
-/// sequence of `small` keeps whole 256-query blocks up to 4,096 keys.
-const CPU_SCORE_ELEMENTS: usize = 8 << 20;
-/// The same on an accelerator, where launches are dear and memory is plentiful (1 GiB a buffer).
-const DEVICE_SCORE_ELEMENTS: usize = 256 << 20;
+/// Score elements (`rows × heads × block queries × keys`) one query block of [`Attention::attend_blocks`]
+/// may hold (1 GiB of f32). Without a bound the scores grow with the batch and the context: on the
+/// CPU, before [`cpu::attention::attend_many`], a batched prefill of 16 agent-prompt tails (256
+/// queries each) against 4,000 keys held ~270 MB a buffer, the `serve` load test's RSS spike.
+const SCORE_ELEMENTS: usize = 256 << 20;
 
 /// Queries per block for `rows_heads` (rows × query heads) against up to `keys` keys: `block`, or
 /// fewer so that one block's scores stay within `budget` elements; at least one.
@@ -203,6 +200,15 @@ impl<B: Backend> Attention<B> {
             };
             return cpu::attention::attend(q.clone(), k.clone(), v.clone(), scale, &visible);
         }
+        if is_cpu::<B>() {
+            let start = |row: usize| starts[row.min(starts.len() - 1)];
+            let (window, tk) = (self.sliding_window, k.dims()[2]);
+            let ranges = |row: usize, i: usize| {
+                let gap = gap_of(starts, gaps, cached, row);
+                visible_ranges(window, start(row), gap, i, tk)
+            };
+            return cpu::attention::attend_many(q.clone(), k.clone(), v.clone(), scale, &ranges);
+        }
         if is_cpu_autodiff::<B>() {
             let causal = train_ops::attention::Causal {
                 window: self.sliding_window,
@@ -230,12 +236,7 @@ impl<B: Backend> Attention<B> {
         let nkv = self.num_kv_heads;
         let rep = nh / nkv;
         let cached = k.dims()[2] - t;
-        let budget = if is_cpu::<B>() {
-            CPU_SCORE_ELEMENTS
-        } else {
-            DEVICE_SCORE_ELEMENTS
-        };
-        let block = bounded_block(block, b * nh, cached + t, budget);
+        let block = bounded_block(block, b * nh, cached + t, SCORE_ELEMENTS);
         let mut blocks: Vec<Tensor<B, 4>> = (0..t)
             .step_by(block)
             .map(|from| {
@@ -338,6 +339,30 @@ pub(in crate::model) fn visible(
     kpos <= qpos && (window == 0 || qpos - kpos < window)
 }
 
+/// The key slots (below `tk`) that [`visible`] admits for new query `i`, as two ranges in order:
+/// the slots before the gap, then those after it (either may be empty).
+pub(in crate::model) fn visible_ranges(
+    window: usize,
+    start: usize,
+    gap: (usize, usize),
+    i: usize,
+    tk: usize,
+) -> [std::ops::Range<usize>; 2] {
+    let (lo, hi) = gap;
+    let seen = start + i + 1; // key positions 0..seen are at or before the query
+    let first = if window == 0 {
+        0
+    } else {
+        seen.saturating_sub(window)
+    };
+    let clip = |a: usize, b: usize| a.min(tk)..b.min(tk).max(a.min(tk));
+    // Slot j < lo holds position j; slot j >= hi holds position j - (hi - lo) >= lo.
+    [
+        clip(first.min(lo), seen.min(lo)),
+        clip(first.max(lo) + (hi - lo), seen.max(lo) + (hi - lo)),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,9 +397,9 @@ mod tests {
             let k = Tensor::<NdArray<f32>, 4>::random([2, 2, cached + t, 8], normal, &device);
             let v = Tensor::<NdArray<f32>, 4>::random([2, 2, cached + t, 8], normal, &device);
             let starts = [cached, cached.saturating_sub(5)];
-            let whole = attn.attend(&q, &k, &v, &starts, None, t);
+            let whole = attn.attend_blocks(&q, &k, &v, &starts, None, t);
             for block in [1, 64, 100] {
-                let blocked = attn.attend(&q, &k, &v, &starts, None, block);
+                let blocked = attn.attend_blocks(&q, &k, &v, &starts, None, block);
                 let diff: f32 = (blocked - whole.clone()).abs().max().into_scalar();
                 assert!(
                     diff < 1e-5,
@@ -384,25 +409,60 @@ mod tests {
         }
     }
 
+    /// The ranges are exactly the slots `visible` admits, with and without a gap and a window.
+    #[test]
+    fn visible_ranges_are_the_visible_slots() {
+        let tk = 24;
+        for window in [0, 1, 3, 7] {
+            for (lo, hi) in [(0, 0), (5, 5), (4, 9), (0, 6), (10, 24)] {
+                for start in 0..lo.max(1) + 3 {
+                    for i in 0..6 {
+                        let [a, b] = visible_ranges(window, start, (lo, hi), i, tk);
+                        let from_ranges: Vec<usize> = a.chain(b).collect();
+                        let expected: Vec<usize> = (0..tk)
+                            .filter(|&j| visible(window, start, (lo, hi), i, j))
+                            .collect();
+                        assert_eq!(
+                            from_ranges, expected,
+                            "window {window}, gap {lo}..{hi}, start {start}, query {i}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// The score bound shrinks query blocks only when a block's scores would exceed it (blocking
     /// itself changes no output: `query_blocks_equal_one_block`).
     #[test]
     fn query_blocks_shrink_to_the_score_budget() {
-        // The load test's burst: 16 tails of 4 heads against 4,096 keys -> 32-query blocks (32 MB).
-        assert_eq!(bounded_block(256, 16 * 4, 4096, CPU_SCORE_ELEMENTS), 32);
-        // One `small` sequence (8 heads) at 4,096 keys keeps whole blocks.
-        assert_eq!(bounded_block(256, 8, 4096, CPU_SCORE_ELEMENTS), 256);
+        // The load test's burst: 16 tails of 4 heads against 4,096 keys keep whole blocks.
+        assert_eq!(bounded_block(256, 16 * 4, 4096, SCORE_ELEMENTS), 256);
+        // 35B's 16 heads, 8 sequences at 128k keys: 16-query blocks (1 GiB).
+        assert_eq!(bounded_block(256, 8 * 16, 128 << 10, SCORE_ELEMENTS), 16);
         // Never below one query, whatever the context.
-        assert_eq!(bounded_block(256, 32 * 16, 1 << 20, CPU_SCORE_ELEMENTS), 1);
+        assert_eq!(bounded_block(256, 32 * 16, 1 << 20, SCORE_ELEMENTS), 1);
     }
 
-    /// The CPU kernel for a few queries (decode steps) sees the same keys and gives the same
-    /// outputs as the matrix-product path in burn ops: ragged rows of a stacked batch, a sliding
-    /// window, one and several new queries.
+    /// The CPU kernels, for a few queries (decode steps) and for many (prefill), see the same keys
+    /// and give the same outputs as the matrix-product path in burn ops: ragged rows of a stacked
+    /// batch, a persistent batch's gaps, a sliding window, one to 150 new queries.
     #[test]
-    fn few_query_kernel_equals_matrix_products() {
+    fn cpu_kernels_equal_matrix_products() {
         let device = Default::default();
-        for (window, cached, t) in [(0usize, 40usize, 1usize), (0, 40, 3), (9, 40, 8), (0, 0, 2)] {
+        let gapped: &[(usize, usize)] = &[(40, 40), (5, 12), (0, 40)];
+        for (window, cached, t, gaps) in [
+            (0usize, 40usize, 1usize, None),
+            (0, 40, 3, None),
+            (9, 40, 8, None),
+            (0, 0, 2, None),
+            (0, 40, 3, Some(gapped)),
+            // Many queries (a prefill): the blocked kernel, with a ragged last block.
+            (0, 40, 9, None),
+            (0, 0, 150, None),
+            (9, 40, 70, None),
+            (0, 40, 130, Some(gapped)),
+        ] {
             let dims = AttentionDims {
                 hidden: 32,
                 num_heads: 6,
@@ -422,10 +482,10 @@ mod tests {
             let q = Tensor::<NdArray<f32>, 4>::random([3, 6, t, 12], normal, &device);
             let k = Tensor::<NdArray<f32>, 4>::random([3, 2, cached + t, 12], normal, &device);
             let v = Tensor::<NdArray<f32>, 4>::random([3, 2, cached + t, 12], normal, &device);
-            // Row 1 has padding after its real cached keys; row 2 has no cached keys at all.
+            // Row 1 has padding after its real cached keys (or in a gap); row 2 has no cached keys.
             let starts = [cached, cached.saturating_sub(7), 0];
-            let got = attn.attend(&q, &k, &v, &starts, None, 256);
-            let expected = attn.attend_blocks(&q, &k, &v, &starts, None, 256);
+            let got = attn.attend(&q, &k, &v, &starts, gaps, 256);
+            let expected = attn.attend_blocks(&q, &k, &v, &starts, gaps, 256);
             let diff = (got.into_data().to_vec::<f32>().unwrap().iter())
                 .zip(expected.into_data().to_vec::<f32>().unwrap())
                 .map(|(a, b)| (a - b).abs())
