@@ -22,15 +22,31 @@ use burn::prelude::*;
 /// Queries per row up to which [`attend`] is used instead of matrix products.
 pub const FEW_QUERIES: usize = 8;
 
-/// `q: [B, nh, T, hd]` against `k, v: [B, nkv, tk, hd]` (query head `h` reads kv head
-/// `h / (nh / nkv)`), with `visible(row, query, key)` saying which keys each query sees → `[B, nh,
-/// T, hd]`. Scores are scaled by `scale` before the softmax.
-pub fn attend<B: Backend>(
+/// One (row, kv head) pair's share of an attention call: the `rep` query heads that read its kv
+/// head, one after another with `t` queries each (`hd` floats a query), and its `tk` keys and values.
+struct Pair<'a> {
+    row: usize,
+    t: usize,
+    hd: usize,
+    queries: &'a [f32],
+    keys: &'a [f32],
+    values: &'a [f32],
+}
+
+impl Pair<'_> {
+    fn keys(&self) -> usize {
+        self.keys.len() / self.hd
+    }
+}
+
+/// Runs `work(pair, out)` for each (row, kv head) pair of `q: [B, nh, T, hd]` against `k, v: [B,
+/// nkv, tk, hd]` as a part of [`spin_team`], `out` being the pair's outputs (laid out as its
+/// queries, zeroed), and returns the outputs `[B, nh, T, hd]`.
+fn for_each_pair<B: Backend>(
     q: Tensor<B, 4>,
     k: Tensor<B, 4>,
     v: Tensor<B, 4>,
-    scale: f32,
-    visible: &(dyn Fn(usize, usize, usize) -> bool + Sync),
+    work: &(dyn Fn(&Pair, &mut [f32]) + Sync),
 ) -> Tensor<B, 4> {
     let [b, nh, t, hd] = q.dims();
     let [_, nkv, tk, _] = k.dims();
@@ -53,16 +69,41 @@ pub fn attend<B: Backend>(
     // Pair p = (row, kv head) owns the outputs of that kv head's `rep` query heads: one contiguous run.
     let mut pairs: Vec<&mut [f32]> = out.chunks_mut(rep * t * hd).collect();
     spin_team::for_each(&mut pairs, &|p, out| {
-        let row = p / nkv;
-        let keys = &k[p * tk * hd..][..tk * hd];
-        let values = &v[p * tk * hd..][..tk * hd];
-        let mut weights = vec![0.0f32; tk];
+        let pair = Pair {
+            row: p / nkv,
+            t,
+            hd,
+            queries: &q[p * rep * t * hd..][..rep * t * hd],
+            keys: &k[p * tk * hd..][..tk * hd],
+            values: &v[p * tk * hd..][..tk * hd],
+        };
+        work(&pair, out)
+    });
+    tensor(out, [b, nh, t, hd])
+}
+
+/// `q: [B, nh, T, hd]` against `k, v: [B, nkv, tk, hd]` (query head `h` reads kv head
+/// `h / (nh / nkv)`), with `visible(row, query, key)` saying which keys each query sees → `[B, nh,
+/// T, hd]`. Scores are scaled by `scale` before the softmax.
+pub fn attend<B: Backend>(
+    q: Tensor<B, 4>,
+    k: Tensor<B, 4>,
+    v: Tensor<B, 4>,
+    scale: f32,
+    visible: &(dyn Fn(usize, usize, usize) -> bool + Sync),
+) -> Tensor<B, 4> {
+    for_each_pair(q, k, v, &|pair, out| {
+        let hd = pair.hd;
+        let mut weights = vec![0.0f32; pair.keys()];
         for (query, o) in out.chunks_exact_mut(hd).enumerate() {
-            // Query heads of this pair come one after another, each with its `t` queries.
-            let i = query % t;
-            let q = &q[(p * rep * t + query) * hd..][..hd];
-            for (j, (w, key)) in weights.iter_mut().zip(keys.chunks_exact(hd)).enumerate() {
-                *w = if visible(row, i, j) {
+            let i = query % pair.t;
+            let q = &pair.queries[query * hd..][..hd];
+            for (j, (w, key)) in weights
+                .iter_mut()
+                .zip(pair.keys.chunks_exact(hd))
+                .enumerate()
+            {
+                *w = if visible(pair.row, i, j) {
                     dot(q, key) * scale
                 } else {
                     f32::NEG_INFINITY
@@ -70,7 +111,7 @@ pub fn attend<B: Backend>(
             }
             // A query that sees no key gets all-zero weights, so its output stays zero.
             softmax_row(&mut weights);
-            for (&w, value) in weights.iter().zip(values.chunks_exact(hd)) {
+            for (&w, value) in weights.iter().zip(pair.values.chunks_exact(hd)) {
                 if w != 0.0 {
                     for (o, &x) in o.iter_mut().zip(value) {
                         *o += w * x;
@@ -78,8 +119,7 @@ pub fn attend<B: Backend>(
                 }
             }
         }
-    });
-    tensor(out, [b, nh, t, hd])
+    })
 }
 
 /// Queries of one head per block of [`attend_many`]: a part holds `QUERY_BLOCK × keys` scores.
@@ -96,35 +136,14 @@ pub fn attend_many<B: Backend>(
     scale: f32,
     visible: &(dyn Fn(usize, usize) -> [Range<usize>; 2] + Sync),
 ) -> Tensor<B, 4> {
-    let [b, nh, t, hd] = q.dims();
-    let [_, nkv, tk, _] = k.dims();
-    let rep = nh / nkv;
-    let (q, k, v) = (into_array(q), into_array(k), into_array(v));
-    let (q, k, v) = (
-        q.as_standard_layout(),
-        k.as_standard_layout(),
-        v.as_standard_layout(),
-    );
-    let (q, k, v) = (
-        q.as_slice().expect("standard layout"),
-        k.as_slice().expect("standard layout"),
-        v.as_slice().expect("standard layout"),
-    );
-    let mut out = vec![0.0f32; b * nh * t * hd];
-    if out.is_empty() || tk == 0 {
-        return tensor(out, [b, nh, t, hd]);
-    }
-    let mut pairs: Vec<&mut [f32]> = out.chunks_mut(rep * t * hd).collect();
-    spin_team::for_each(&mut pairs, &|p, out| {
-        let row = p / nkv;
-        let keys = &k[p * tk * hd..][..tk * hd];
-        let values = &v[p * tk * hd..][..tk * hd];
+    for_each_pair(q, k, v, &|pair, out| {
+        let (t, hd, tk) = (pair.t, pair.hd, pair.keys());
         let mut scores = vec![0.0f32; QUERY_BLOCK.min(t) * tk];
-        for head in 0..rep {
+        for head in 0..pair.queries.len() / (t * hd) {
             for from in (0..t).step_by(QUERY_BLOCK) {
                 let len = (t - from).min(QUERY_BLOCK);
                 let ranges: Vec<[Range<usize>; 2]> =
-                    (from..from + len).map(|i| visible(row, i)).collect();
+                    (from..from + len).map(|i| visible(pair.row, i)).collect();
                 // Keys past the last one any query of the block sees are never read.
                 let seen = ranges
                     .iter()
@@ -137,7 +156,8 @@ pub fn attend_many<B: Backend>(
                 if seen == 0 {
                     continue; // no key visible: the outputs stay zero
                 }
-                let queries = &q[((p * rep + head) * t + from) * hd..][..len * hd];
+                let at = (head * t + from) * hd;
+                let queries = &pair.queries[at..][..len * hd];
                 let s = &mut scores[..len * seen];
                 // SAFETY: `s` is `len × seen`, `queries` `len × hd`, and the first `seen` keys
                 // `seen × hd` (read transposed through their strides); nothing else touches `s`.
@@ -146,7 +166,7 @@ pub fn attend_many<B: Backend>(
                         [len, seen, hd],
                         s.as_mut_ptr(),
                         (queries.as_ptr(), hd, 1),
-                        (keys.as_ptr(), 1, hd),
+                        (pair.keys.as_ptr(), 1, hd),
                         scale,
                     )
                 };
@@ -160,7 +180,7 @@ pub fn attend_many<B: Backend>(
                     // A query that sees no key gets all-zero weights, so its output stays zero.
                     softmax_row(srow);
                 }
-                let o = &mut out[(head * t + from) * hd..][..len * hd];
+                let o = &mut out[at..][..len * hd];
                 // SAFETY: `o` is `len × hd` (this pair's own outputs), `s` `len × seen`, and the
                 // first `seen` values `seen × hd`.
                 unsafe {
@@ -168,14 +188,13 @@ pub fn attend_many<B: Backend>(
                         [len, hd, seen],
                         o.as_mut_ptr(),
                         (s.as_ptr(), seen, 1),
-                        (values.as_ptr(), hd, 1),
+                        (pair.values.as_ptr(), hd, 1),
                         1.0,
                     )
                 };
             }
         }
-    });
-    tensor(out, [b, nh, t, hd])
+    })
 }
 
 /// `dst = scale · a · b` on the calling thread, for `[m, n, k]`: `dst` is `m × n` row-major, `a`
