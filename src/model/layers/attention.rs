@@ -192,22 +192,25 @@ impl<B: Backend> Attention<B> {
         let [_, _, t, hd] = q.dims();
         let cached = k.dims()[2] - t;
         let scale = (hd as f32).powf(-0.5);
-        if is_cpu::<B>() && t <= cpu::attention::FEW_QUERIES {
-            let start = |row: usize| starts[row.min(starts.len() - 1)];
-            let window = self.sliding_window;
-            let visible = |row: usize, i: usize, j: usize| {
-                visible(window, start(row), gap_of(starts, gaps, cached, row), i, j)
-            };
-            return cpu::attention::attend(q.clone(), k.clone(), v.clone(), scale, &visible);
-        }
         if is_cpu::<B>() {
-            let start = |row: usize| starts[row.min(starts.len() - 1)];
             let (window, tk) = (self.sliding_window, k.dims()[2]);
-            let ranges = |row: usize, i: usize| {
-                let gap = gap_of(starts, gaps, cached, row);
-                visible_ranges(window, start(row), gap, i, tk)
+            let row_at = |row: usize| {
+                let start = starts[row.min(starts.len() - 1)];
+                (start, gap_of(starts, gaps, cached, row))
             };
-            return cpu::attention::attend_many(q.clone(), k.clone(), v.clone(), scale, &ranges);
+            let (q, k, v) = (q.clone(), k.clone(), v.clone());
+            if t <= cpu::attention::FEW_QUERIES {
+                let visible = |row: usize, i: usize, j: usize| {
+                    let (start, gap) = row_at(row);
+                    visible(window, start, gap, i, j)
+                };
+                return cpu::attention::attend(q, k, v, scale, &visible);
+            }
+            let ranges = |row: usize, i: usize| {
+                let (start, gap) = row_at(row);
+                visible_ranges(window, start, gap, i, tk)
+            };
+            return cpu::attention::attend_many(q, k, v, scale, &ranges);
         }
         if is_cpu_autodiff::<B>() {
             let causal = train_ops::attention::Causal {
