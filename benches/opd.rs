@@ -87,6 +87,7 @@ fn main() {
             batch_tokens: 8192,
             prompts_per_step: per_step,
             domain_share: 0.0,
+            teacher_top_k: 20,
             num_generations: 1,
             max_new_tokens: new_tokens,
             temperature: 1.0,

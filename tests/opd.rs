@@ -8,7 +8,10 @@ use std::sync::atomic::AtomicBool;
 
 use burn::backend::{Autodiff, NdArray};
 use burn::prelude::*;
-use hat::opd::gjsd::{generalized_jsd, generalized_jsd_sum, GjsdConfig};
+use hat::opd::gjsd::{
+    generalized_jsd, generalized_jsd_sum, top_k_generalized_jsd, top_k_generalized_jsd_sum,
+    GjsdConfig,
+};
 use hat::opd::reverse_kl::{reverse_kl_advantages, LossFn, ReverseKlConfig};
 use hat::rl::policy_loss::{policy_loss, Completion};
 use serde_json::Value;
@@ -178,6 +181,131 @@ fn the_tensor_form_of_the_jsd_agrees_with_the_plain_one() {
     }
 }
 
+/// The top-k form's value and gradient, in tensors, for `[K, V]` student logits and the teacher's top
+/// k `(id, log-prob)` at each row.
+fn top_k_tensor_jsd(student: &[Vec<f64>], top: &[Vec<(u32, f64)>], beta: f64) -> (f64, Vec<f64>) {
+    type A = Autodiff<NdArray<f32>>;
+    let device = Default::default();
+    let (rows, v, k) = (student.len(), student[0].len(), top[0].len());
+    let flat: Vec<f32> = student.iter().flatten().map(|&y| y as f32).collect();
+    let logits = Tensor::<A, 1>::from_floats(flat.as_slice(), &device)
+        .reshape([rows, v])
+        .require_grad();
+    let ids: Vec<i64> = top.iter().flatten().map(|&(id, _)| id as i64).collect();
+    let lps: Vec<f32> = top.iter().flatten().map(|&(_, lp)| lp as f32).collect();
+    let ids = Tensor::<A, 2, Int>::from_data(TensorData::new(ids, [rows, k]), &device);
+    let lps = Tensor::<A, 2>::from_data(TensorData::new(lps, [rows, k]), &device);
+    let sum = top_k_generalized_jsd_sum(logits.clone(), ids, lps, beta);
+    let value: f32 = sum.clone().into_scalar();
+    let grads = sum.backward();
+    let grad: Vec<f32> = logits.grad(&grads).unwrap().into_data().to_vec().unwrap();
+    (value as f64, grad.into_iter().map(f64::from).collect())
+}
+
+/// The teacher's `k` most likely tokens of `logits` (temperature 1), most likely first.
+fn top_k_of(logits: &[f64], k: usize) -> Vec<(u32, f64)> {
+    let lse = logits.iter().map(|x| x.exp()).sum::<f64>().ln();
+    let mut all: Vec<(u32, f64)> = logits
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (i as u32, x - lse))
+        .collect();
+    all.sort_by(|a, b| b.1.total_cmp(&a.1));
+    all.truncate(k);
+    all
+}
+
+/// With every token in the teacher's "top k", the endpoint's form is the full-vocabulary divergence
+/// (PyTorch's fixture cases at temperature 1), value and gradient.
+#[test]
+fn the_top_k_jsd_over_the_whole_vocabulary_is_the_full_one() {
+    let f = fixtures();
+    let mut checked = 0;
+    for case in f["generalized_jsd"].as_array().unwrap() {
+        if case["temperature"].as_f64().unwrap() != 1.0 {
+            continue;
+        }
+        let beta = case["beta"].as_f64().unwrap();
+        let (s, t) = (
+            ragged(&case["student_logits"]),
+            ragged(&case["teacher_logits"]),
+        );
+        let top: Vec<Vec<(u32, f64)>> = t.iter().map(|row| top_k_of(row, row.len())).collect();
+        let (value, grad) = top_k_tensor_jsd(&s, &top, beta);
+        let cfg = GjsdConfig {
+            beta,
+            temperature: 1.0,
+        };
+        let (mut want_value, mut want_grad) = (0.0, Vec::new());
+        for (s, t) in s.iter().zip(&t) {
+            let (val, g) = generalized_jsd(s, t, &cfg);
+            want_value += val;
+            want_grad.extend(g);
+        }
+        assert!(
+            close(value, want_value, 1e-4),
+            "β {beta}: {value} vs {want_value}"
+        );
+        for (g, w) in grad.iter().zip(&want_grad) {
+            assert!((g - w).abs() < 1e-4, "β {beta}: grad {g} vs {w}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 2, "{checked} fixture cases at temperature 1");
+}
+
+/// With fewer tokens than the vocabulary: the tensor form equals the plain one, its gradient the plain
+/// one's finite differences, and it never exceeds the full-vocabulary divergence; an identical
+/// teacher gives 0.
+#[test]
+fn the_top_k_jsd_is_a_lower_bound_of_the_full_one() {
+    let mut rng = hat::rng::Rng::new(7);
+    for beta in [0.0, 0.5, 0.9, 1.0] {
+        for k in [1, 3, 7] {
+            let logits = |rng: &mut hat::rng::Rng| -> Vec<f64> {
+                (0..8).map(|_| (rng.unit() - 0.5) * 6.0).collect()
+            };
+            let (s, t) = (logits(&mut rng), logits(&mut rng));
+            let top = top_k_of(&t, k);
+            let plain = top_k_generalized_jsd(&s, &top, beta);
+            let full = generalized_jsd(
+                &s,
+                &t,
+                &GjsdConfig {
+                    beta,
+                    temperature: 1.0,
+                },
+            )
+            .0;
+            assert!(
+                plain >= 0.0 && plain <= full + 1e-12,
+                "β {beta}, k {k}: {plain} vs full {full}"
+            );
+            let (value, grad) =
+                top_k_tensor_jsd(std::slice::from_ref(&s), std::slice::from_ref(&top), beta);
+            assert!(
+                close(value, plain, 1e-4),
+                "β {beta}, k {k}: tensor {value} vs plain {plain}"
+            );
+            for (u, g) in grad.iter().enumerate() {
+                let h = 1e-5;
+                let (mut up, mut down) = (s.clone(), s.clone());
+                up[u] += h;
+                down[u] -= h;
+                let numeric = (top_k_generalized_jsd(&up, &top, beta)
+                    - top_k_generalized_jsd(&down, &top, beta))
+                    / (2.0 * h);
+                assert!(
+                    (g - numeric).abs() < 1e-3,
+                    "β {beta}, k {k}, logit {u}: {g} vs {numeric}"
+                );
+            }
+            let same = top_k_generalized_jsd(&t, &top, beta);
+            assert!(same.abs() < 1e-12, "identical teacher: {same}");
+        }
+    }
+}
+
 #[test]
 fn an_identical_teacher_gives_zero_divergence_and_zero_gradient() {
     let logp = vec![-0.3, -2.1, -0.05, -1.4];
@@ -228,6 +356,12 @@ fn prompt_logprobs_are_read_under_the_prompts_own_ids() {
     assert_eq!(got[0].decoded.as_deref(), Some("b"));
     assert_eq!(got[1].logprob, -1.25);
     assert!(got[1].decoded.is_none());
+    assert_eq!(
+        got[0].alternatives,
+        vec![(7, -0.5), (9, -2.0)],
+        "most likely first"
+    );
+    assert_eq!(got[1].alternatives, vec![(4, -1.25)]);
     assert!(
         read_prompt_logprobs(&v, &[1, 8, 4]).is_err(),
         "token 8 is not in row 1"
@@ -365,6 +499,7 @@ mod end_to_end {
             save_steps: 1,
             eval_steps: 2,
             domain_share: 0.0,
+            teacher_top_k: 20,
         }
     }
 
@@ -671,8 +806,9 @@ mod end_to_end {
 
     /// The endpoint path (our `serve` as teacher, `prompt_logprobs`) against the in-process teacher on
     /// the same checkpoint: the teacher's log-prob of every sampled token agrees to 1e-4, and two
-    /// steps of OPD give the same reverse KL and loss; GKD's full-vocabulary loss is refused with an
-    /// endpoint; a server with another tokenizer, and one that is down, fail with the URL named.
+    /// steps of OPD give the same reverse KL and loss; its top 20 are the in-process teacher's; GKD
+    /// through it is a lower bound of the full-vocabulary loss; a server with another tokenizer, and
+    /// one that is down, fail with the URL named.
     #[test]
     fn endpoint_teacher_matches_the_in_process_one() {
         use burn::module::AutodiffModule;
@@ -732,6 +868,38 @@ mod end_to_end {
             "teacher log-probs of {count} sampled tokens: max |endpoint − in-process| = {worst:e}"
         );
 
+        // The top 20 of the first view's trained positions: the in-process teacher's 20 best.
+        let view = &samples.views[0];
+        let top = endpoint(&url, student.path(), 1)
+            .score(std::slice::from_ref(view), 20)
+            .unwrap()
+            .top
+            .remove(0);
+        let batch = hat::train::batch::to_tensors::<B>(&[view], 0, false, &device).unwrap();
+        let t = CausalLm::<B>::load(teacher.path(), &device).unwrap();
+        let (hidden, _) = hat::train::trainer::batch_hidden_states(&t, &batch);
+        let logits = hat::train::trainer::trained_logits(&t, hidden, &batch);
+        let logp = burn::tensor::activation::log_softmax(logits, 1);
+        let rows: Vec<f32> = logp.into_data().to_vec().unwrap();
+        assert_eq!(top.len(), view.trained_tokens());
+        for (position, served) in top.iter().enumerate() {
+            let row = &rows[position * 500..(position + 1) * 500];
+            let mut best: Vec<usize> = (0..500).collect();
+            best.sort_by(|&a, &b| row[b].total_cmp(&row[a]));
+            assert_eq!(served.len(), 20);
+            for (&(id, lp), &want) in served.iter().zip(&best) {
+                assert!(
+                    (lp - row[want] as f64).abs() < 1e-4,
+                    "position {position}: {lp} vs {}",
+                    row[want]
+                );
+                assert!(
+                    (row[id as usize] as f64 - lp).abs() < 1e-4,
+                    "token {id} at {position}"
+                );
+            }
+        }
+
         // Two steps of OPD, teacher in-process vs behind the endpoint.
         let run = |out: &Path, teacher_model: bool, loss: OpdLoss| {
             let inputs = RunInputs {
@@ -790,16 +958,40 @@ mod end_to_end {
             );
         }
 
-        let gkd = OpdLoss::Gjsd {
+        // GKD through the endpoint: the top 20 at each position, the rest as one bucket. Step 1
+        // samples the same tokens both ways, so the reverse KL agrees; the coarse-grained divergence
+        // is positive and never above the full-vocabulary one.
+        let gkd = |temperature: f64| OpdLoss::Gjsd {
             loss: GjsdConfig {
                 beta: 0.5,
-                temperature: 1.0,
+                temperature,
             },
             lmbda: 1.0,
         };
-        let c = tempfile::tempdir().unwrap();
-        let e = run(c.path(), false, gkd).unwrap_err().to_string();
-        assert!(e.contains("gjsd") && e.contains(&url), "{e}");
+        let (c, d) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        run(c.path(), true, gkd(1.0)).unwrap();
+        run(d.path(), false, gkd(1.0)).unwrap();
+        let (full, top) = (&metrics(c.path())[0], &metrics(d.path())[0]);
+        let (kl_full, kl_top) = (
+            full["reverse_kl"].as_f64().unwrap(),
+            top["reverse_kl"].as_f64().unwrap(),
+        );
+        assert!(
+            close(kl_full, kl_top, 1e-4),
+            "reverse KL {kl_full} vs {kl_top}"
+        );
+        let (lf, lt) = (
+            full["loss"].as_f64().unwrap(),
+            top["loss"].as_f64().unwrap(),
+        );
+        assert!(lt > 0.0 && lt <= lf + 1e-6, "top-20 JSD {lt}, full {lf}");
+        eprintln!("step 1 generalized JSD: full vocabulary {lf}, endpoint top 20 + rest {lt}");
+        let e = tempfile::tempdir().unwrap();
+        let err = run(e.path(), false, gkd(0.9)).unwrap_err().to_string();
+        assert!(
+            err.contains("--temperature 1") && err.contains(&url),
+            "{err}"
+        );
 
         // A server whose tokenizer is another: refused on its first answer.
         let other = model_dir_from(1, 500, |text| text.chars().rev().collect());

@@ -49,9 +49,16 @@ pub struct OpdArgs {
     /// The teacher behind an OpenAI-compatible server (base URL up to the version, e.g.
     /// http://host:8000/v1) that returns vLLM's `prompt_logprobs` on /v1/completions: vLLM, SGLang or
     /// our `serve`. Each sampled sequence is sent as token ids; the teacher's log-prob of every
-    /// sampled token is read back. Serves `--loss reverse_kl` only (gjsd needs the full distribution).
+    /// sampled token is read back, and with `--loss gjsd` its --teacher-top-k most likely tokens.
     #[arg(long, value_name = "URL")]
     pub teacher_url: Option<String>,
+    /// With --teacher-url and `--loss gjsd`: the teacher's K most likely tokens at each position are
+    /// asked for (vLLM serves at most its --max-logprobs, 20 by default; so does our `serve`), and
+    /// the divergence is taken between the two models' distributions over those K tokens and one
+    /// bucket for all others — a lower bound of the full-vocabulary one, equal when the K tokens
+    /// hold all of both models' mass. Needs --temperature 1.
+    #[arg(long, default_value_t = 20, value_name = "K")]
+    pub teacher_top_k: usize,
     /// The served teacher's model name (required with --teacher-url).
     #[arg(long, value_name = "NAME", requires = "teacher_url")]
     pub teacher_model: Option<String>,
@@ -152,14 +159,6 @@ impl OpdArgs {
                 self.domain_share
             );
         }
-        if self.teacher_url.is_some() && self.loss == LossKind::Gjsd {
-            bail!(
-                "--loss gjsd needs the teacher's whole distribution at every position; an endpoint \
-                 teacher (--teacher-url) returns only prompt_logprobs (the sampled tokens' log-probs, \
-                 at most top-k) and no top-k approximation of the JSD is built. Use --loss reverse_kl, \
-                 or --teacher DIR in-process"
-            );
-        }
         if !(self.temperature > 0.0) {
             bail!("--temperature must be above 0, got {}", self.temperature);
         }
@@ -199,6 +198,7 @@ impl OpdArgs {
             save_steps: self.run.save_steps,
             eval_steps: self.eval_steps,
             domain_share: self.domain_share,
+            teacher_top_k: self.teacher_top_k,
         })
     }
 }

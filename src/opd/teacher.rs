@@ -76,7 +76,8 @@ pub enum Teacher<B: AutodiffBackend> {
     /// A checkpoint loaded in-process: both losses (the full-vocabulary one needs its logits).
     Model(CausalLm<B>),
     /// An OpenAI-compatible server with vLLM's `prompt_logprobs`: the log-probability of each sampled
-    /// token is all the reverse-KL advantage needs.
+    /// token is all the reverse-KL advantage needs; the generalized JSD uses the top k at each
+    /// position ([`super::gjsd::top_k_generalized_jsd_sum`]).
     Endpoint(EndpointTeacher),
 }
 
@@ -120,6 +121,16 @@ impl<B: AutodiffBackend> From<EndpointTeacher> for Teachers<B> {
     }
 }
 
+/// What an endpoint teacher said about some views' trained tokens.
+#[derive(Debug, Default)]
+pub struct EndpointScores {
+    /// Per view, the log-probability of each trained token.
+    pub logprobs: Vec<Vec<f64>>,
+    /// Per view, per trained token, the teacher's most likely tokens and their log-probabilities,
+    /// most likely first (empty when none were asked for).
+    pub top: Vec<Vec<Vec<(u32, f64)>>>,
+}
+
 /// A teacher behind `/v1/completions` with `prompt_logprobs`: every view (prompt + sampled tokens) is
 /// sent as token ids and the teacher's log-probability of each trained token read back.
 pub struct EndpointTeacher {
@@ -143,11 +154,16 @@ impl EndpointTeacher {
     }
 
     /// The teacher's log-probability of every view's trained tokens, in score order (the order
-    /// [`crate::rl::update::logprobs`] returns them in). The first answer is checked against the
-    /// student's tokenizer.
+    /// [`crate::rl::update::logprobs`] returns them in).
     pub fn logprobs(&self, views: &[TrainingView]) -> Result<Vec<Vec<f64>>> {
+        Ok(self.score(views, 0)?.logprobs)
+    }
+
+    /// [`Self::logprobs`], and with `top_k` > 0 the teacher's `top_k` most likely tokens at every
+    /// trained position. The first answer is checked against the student's tokenizer.
+    pub fn score(&self, views: &[TrainingView], top_k: usize) -> Result<EndpointScores> {
         let prompts: Vec<Vec<u32>> = views.iter().map(|v| v.tokens.clone()).collect();
-        let scored = self.client.score_all(&prompts)?;
+        let scored = self.client.score_all(&prompts, top_k)?;
         if let (false, Some(first), Some(view)) = (
             self.checked.load(Ordering::Relaxed),
             scored.first(),
@@ -156,22 +172,39 @@ impl EndpointTeacher {
             self.check_tokenizer(&view.tokens, first)?;
             self.checked.store(true, Ordering::Relaxed);
         }
-        views
-            .iter()
-            .zip(&scored)
-            .map(|(v, s)| {
+        let mut out = EndpointScores::default();
+        for (v, s) in views.iter().zip(&scored) {
+            anyhow::ensure!(
+                v.loss_mask.first() != Some(&1),
+                "{}: the first token of a view cannot be scored",
+                v.id
+            );
+            // Entry t − 1 is the teacher's view of token t given tokens < t.
+            let trained: Vec<&ScoredToken> = (1..v.len())
+                .filter(|&t| v.loss_mask[t] == 1)
+                .map(|t| &s[t - 1])
+                .collect();
+            out.logprobs
+                .push(trained.iter().map(|s| s.logprob).collect());
+            if top_k == 0 {
+                continue;
+            }
+            let mut tops = Vec::with_capacity(trained.len());
+            for s in trained {
+                // vLLM adds the prompt's own token to the top k when it is not among them.
                 anyhow::ensure!(
-                    v.loss_mask.first() != Some(&1),
-                    "{}: the first token of a view cannot be scored",
+                    s.alternatives.len() >= top_k,
+                    "the teacher at {} returned {} log-probs at a position of {}, fewer than the \
+                     {top_k} asked for (--teacher-top-k; vLLM serves at most --max-logprobs)",
+                    self.endpoint(),
+                    s.alternatives.len(),
                     v.id
                 );
-                // Entry t − 1 is the log-probability of token t given tokens < t.
-                Ok((1..v.len())
-                    .filter(|&t| v.loss_mask[t] == 1)
-                    .map(|t| s[t - 1].logprob)
-                    .collect())
-            })
-            .collect()
+                tops.push(s.alternatives[..top_k].to_vec());
+            }
+            out.top.push(tops);
+        }
+        Ok(out)
     }
 
     /// Refuses a server whose tokenizer maps our ids to other tokens: OPD compares the two models

@@ -10,7 +10,8 @@
 //!    probability `lmbda` and otherwise trains on the prompts' own answers (supervised JSD).
 //! 2. **Teacher scoring**: the teacher's log-probability of every sampled token — in-process, or
 //!    from an endpoint's `prompt_logprobs` ([`super::teacher`]) — and, for the generalized JSD, its
-//!    full distribution inside the update (in-process only).
+//!    full distribution inside the update (in-process) or its top `teacher_top_k` tokens at every
+//!    sampled position (an endpoint).
 //! 3. **Update**: `reverse_kl` — per-token advantages `−λ(log q − log π_T)` through the RL update
 //!    (importance-sampling or PPO ratio against q, [`super::reverse_kl`]); `gjsd` — the
 //!    full-vocabulary divergence ([`super::update`]). Only sampled tokens carry loss.
@@ -33,7 +34,7 @@ use super::mix::{step_prompts, Source};
 use super::reverse_kl::{reverse_kl_advantages, ReverseKlConfig};
 use super::sample::{completion_view, prompt_ids, sample, Samples};
 use super::teacher::{Teacher, Teachers};
-use super::update::{gjsd_update, views_of_teacher, GjsdUpdate};
+use super::update::{gjsd_update, views_of_teacher, GjsdTeacher, GjsdUpdate};
 use crate::general::answer::answer;
 use crate::general::score::{ifeval_lite, IfevalLite};
 use crate::judge::ifeval::InputExample;
@@ -79,6 +80,9 @@ pub struct OpdConfig {
     pub eval_steps: usize,
     /// Share of a step's prompts drawn from the domain prompts instead of the general ones.
     pub domain_share: f64,
+    /// With `gjsd` and a teacher behind an endpoint: how many of its most likely tokens it returns
+    /// at each position (the divergence is taken over those and the rest as one bucket).
+    pub teacher_top_k: usize,
 }
 
 /// One prompt: an id, the conversation up to the assistant's turn, the tools shown to the model (a
@@ -136,13 +140,15 @@ pub fn train<B: AutodiffBackend>(
             Teacher::Endpoint(e) => Some(e),
             Teacher::Model(_) => None,
         });
-    if let (OpdLoss::Gjsd { .. }, Some(e)) = (&cfg.loss, endpoint) {
-        anyhow::bail!(
-            "--loss gjsd needs the teacher's whole distribution at every position, and the teacher at \
-             {} returns only prompt_logprobs (the sampled tokens' log-probs, at most top-k); no \
-             top-k approximation of the JSD is built. Use --loss reverse_kl with an endpoint teacher, \
-             or --teacher DIR in-process for gjsd",
-            e.endpoint()
+    if let (OpdLoss::Gjsd { loss, .. }, Some(e)) = (&cfg.loss, endpoint) {
+        // An endpoint's log-probabilities are its model's own (temperature 1).
+        anyhow::ensure!(
+            loss.temperature == 1.0 && cfg.teacher_top_k > 0,
+            "--loss gjsd with the teacher at {} compares the top --teacher-top-k (got {}, needs at \
+             least 1) of the teacher's own log-probabilities, so it needs --temperature 1 (got {})",
+            e.endpoint(),
+            cfg.teacher_top_k,
+            loss.temperature
         );
     }
     anyhow::ensure!(
@@ -264,7 +270,22 @@ pub fn train<B: AutodiffBackend>(
             .iter()
             .map(|&d| usize::from(d && scorers.len() > 1))
             .collect();
-        let teacher_lp = score(&scorers, &teacher_of, views, pad, cfg.batch_tokens, device)?;
+        let top_k = match cfg.loss {
+            OpdLoss::Gjsd { .. } => cfg.teacher_top_k,
+            OpdLoss::ReverseKl(_) => 0,
+        };
+        let Scored {
+            logprobs: teacher_lp,
+            top,
+        } = score(
+            &scorers,
+            &teacher_of,
+            views,
+            top_k,
+            pad,
+            cfg.batch_tokens,
+            device,
+        )?;
         let teacher_s = clock.elapsed().as_secs_f64();
         let (student_lp, entropy) = logprobs(&model.valid(), views, pad, cfg.batch_tokens, device)?;
         // The sampler's log q where there is one (on-policy), else the student's teacher-forced ones.
@@ -334,13 +355,11 @@ pub fn train<B: AutodiffBackend>(
                     aux_coef,
                     pad,
                 };
-                let teachers: Vec<&CausalLm<B>> = scorers
+                let teachers: Vec<GjsdTeacher<'_, B>> = scorers
                     .iter()
                     .map(|s| match s {
-                        Scorer::Model(_, m) => m,
-                        Scorer::Endpoint(_) => {
-                            unreachable!("an endpoint teacher with gjsd is refused before the loop")
-                        }
+                        Scorer::Model(_, m) => GjsdTeacher::Model(m),
+                        Scorer::Endpoint(_) => GjsdTeacher::TopK(&top),
                     })
                     .collect();
                 gjsd_update(
@@ -442,28 +461,51 @@ impl<B: AutodiffBackend> Scorer<B> {
     }
 }
 
+/// The teachers' view of a step's samples, indexed like its views.
+struct Scored {
+    /// The log-probability of every trained token.
+    logprobs: Vec<Vec<f64>>,
+    /// An endpoint teacher's top k at every trained position (empty for views scored in-process).
+    top: Vec<Vec<Vec<(u32, f64)>>>,
+}
+
 /// The teacher's log-probability of every view's trained tokens, view `v` scored by
-/// `scorers[teacher_of[v]]`. With one teacher the views are scored together, as they are.
+/// `scorers[teacher_of[v]]`, and an endpoint's `top_k` (0: none). With one teacher the views are
+/// scored together, as they are.
 fn score<B: AutodiffBackend>(
     scorers: &[Scorer<B>],
     teacher_of: &[usize],
     views: &[TrainingView],
+    top_k: usize,
     pad: u32,
     batch_tokens: usize,
     device: &B::Device,
-) -> Result<Vec<Vec<f64>>> {
-    let mut out = vec![Vec::new(); views.len()];
+) -> Result<Scored> {
+    let mut out = Scored {
+        logprobs: vec![Vec::new(); views.len()],
+        top: vec![Vec::new(); views.len()],
+    };
     for (k, scorer) in scorers.iter().enumerate() {
         let (mine, subset) = views_of_teacher(views, teacher_of, k);
         if mine.is_empty() {
             continue;
         }
-        let lp = match scorer {
-            Scorer::Model(inner, _) => logprobs(inner, &subset, pad, batch_tokens, device)?.0,
-            Scorer::Endpoint(e) => e.logprobs(&subset)?,
-        };
-        for (v, l) in mine.into_iter().zip(lp) {
-            out[v] = l;
+        match scorer {
+            Scorer::Model(inner, _) => {
+                let lp = logprobs(inner, &subset, pad, batch_tokens, device)?.0;
+                for (&v, l) in mine.iter().zip(lp) {
+                    out.logprobs[v] = l;
+                }
+            }
+            Scorer::Endpoint(e) => {
+                let scores = e.score(&subset, top_k)?;
+                for (&v, l) in mine.iter().zip(scores.logprobs) {
+                    out.logprobs[v] = l;
+                }
+                for (&v, t) in mine.iter().zip(scores.top) {
+                    out.top[v] = t;
+                }
+            }
         }
     }
     Ok(out)

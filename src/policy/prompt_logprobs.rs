@@ -24,12 +24,15 @@ pub struct PromptLogprobsConfig {
     pub concurrency: usize,
 }
 
-/// The log-probability of one prompt token given the ones before it, and the text the server decoded
-/// it to (used to notice a server with another tokenizer).
+/// The log-probability of one prompt token given the ones before it, the text the server decoded
+/// it to (used to notice a server with another tokenizer), and every `(token id, log-probability)`
+/// the server returned at that position — the top k asked for and the prompt's own token — most
+/// likely first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScoredToken {
     pub logprob: f64,
     pub decoded: Option<String>,
+    pub alternatives: Vec<(u32, f64)>,
 }
 
 pub struct PromptLogprobsClient {
@@ -53,16 +56,17 @@ impl PromptLogprobsClient {
         &self.endpoint
     }
 
-    /// The request for one token-id prompt. `prompt_logprobs: 0` asks for the prompt's own tokens
-    /// only; one greedy token is generated because vLLM refuses `max_tokens: 0`.
-    pub fn body(&self, prompt: &[u32]) -> Value {
+    /// The request for one token-id prompt: the prompt's own tokens and the `top` most likely at
+    /// each position (0: the prompt's own only). One greedy token is generated because vLLM refuses
+    /// `max_tokens: 0`.
+    pub fn body(&self, prompt: &[u32], top: usize) -> Value {
         json!({"model": self.cfg.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0,
-               "prompt_logprobs": 0})
+               "prompt_logprobs": top})
     }
 
-    /// One entry per token of `prompt` after the first.
-    pub fn score(&self, prompt: &[u32]) -> Result<Vec<ScoredToken>> {
-        let body = self.body(prompt).to_string();
+    /// One entry per token of `prompt` after the first, with the `top` most likely alternatives.
+    pub fn score(&self, prompt: &[u32], top: usize) -> Result<Vec<ScoredToken>> {
+        let body = self.body(prompt, top).to_string();
         let text = post_json(
             &self.http,
             &self.endpoint,
@@ -82,7 +86,7 @@ impl PromptLogprobsClient {
     }
 
     /// [`Self::score`] of every prompt, `concurrency` requests at a time; in order.
-    pub fn score_all(&self, prompts: &[Vec<u32>]) -> Result<Vec<Vec<ScoredToken>>> {
+    pub fn score_all(&self, prompts: &[Vec<u32>], top: usize) -> Result<Vec<Vec<ScoredToken>>> {
         let workers = self.cfg.concurrency.clamp(1, prompts.len().max(1));
         let mut scored: Vec<(usize, Result<Vec<ScoredToken>>)> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..workers)
@@ -90,7 +94,7 @@ impl PromptLogprobsClient {
                     s.spawn(move || {
                         (w..prompts.len())
                             .step_by(workers)
-                            .map(|i| (i, self.score(&prompts[i])))
+                            .map(|i| (i, self.score(&prompts[i], top)))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -107,7 +111,7 @@ impl PromptLogprobsClient {
 
 /// Reads vLLM's `prompt_logprobs` (`null`, then per token an object keyed by token id holding
 /// `{"logprob", "rank", "decoded_token"}` for the prompt's own token and the alternatives): the
-/// prompt's own token at each position after the first.
+/// prompt's own token at each position after the first, and all the entries of its row.
 pub fn read_prompt_logprobs(value: &Value, prompt: &[u32]) -> Result<Vec<ScoredToken>> {
     let rows = value.as_array().context(
         "prompt_logprobs is not a list (does the server support vLLM's prompt_logprobs?)",
@@ -134,7 +138,24 @@ pub fn read_prompt_logprobs(value: &Value, prompt: &[u32]) -> Result<Vec<ScoredT
                 .get("decoded_token")
                 .and_then(Value::as_str)
                 .map(str::to_string);
-            Ok(ScoredToken { logprob, decoded })
+            let mut alternatives = row
+                .as_object()
+                .with_context(|| format!("prompt_logprobs[{t}] is not an object"))?
+                .iter()
+                .map(|(key, e)| {
+                    let id = key.parse::<u32>().ok();
+                    let lp = e.get("logprob").and_then(Value::as_f64);
+                    id.zip(lp).with_context(|| {
+                        format!("prompt_logprobs[{t}][{key:?}] is not a token id with a logprob")
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            alternatives.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            Ok(ScoredToken {
+                logprob,
+                decoded,
+                alternatives,
+            })
         })
         .collect()
 }
