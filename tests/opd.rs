@@ -985,6 +985,9 @@ mod end_to_end {
             top["loss"].as_f64().unwrap(),
         );
         assert!(lt > 0.0 && lt <= lf + 1e-6, "top-20 JSD {lt}, full {lf}");
+        let mass = top["teacher/top_k_mass"].as_f64().unwrap();
+        assert!(mass > 20.0 / 500.0 && mass < 1.0, "top-20 mass {mass}");
+        assert!(full.get("teacher/top_k_mass").is_none());
         eprintln!("step 1 generalized JSD: full vocabulary {lf}, endpoint top 20 + rest {lt}");
         let e = tempfile::tempdir().unwrap();
         let err = run(e.path(), false, gkd(0.9)).unwrap_err().to_string();

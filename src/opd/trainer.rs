@@ -312,6 +312,16 @@ pub fn train<B: AutodiffBackend>(
         let clock = Instant::now();
         let lr = cosine_with_warmup(cfg.learning_rate, step, cfg.warmup_steps, cfg.max_steps);
         let mut record = json!({});
+        // How much of the endpoint teacher's mass its top k hold: 1 = the top-k divergence is the
+        // full one.
+        let top_mass: Vec<f64> = top
+            .iter()
+            .flatten()
+            .map(|p| p.iter().map(|(_, lp)| lp.exp()).sum())
+            .collect();
+        if let Some(m) = mean(&top_mass) {
+            record["teacher/top_k_mass"] = json!(m);
+        }
         let (updated, loss, grad_norm) = match cfg.loss {
             OpdLoss::ReverseKl(rk) => {
                 let advantages: Vec<Vec<f64>> = q
