@@ -43,6 +43,29 @@ impl From<&Evaluated> for Answer {
     }
 }
 
+impl Answer {
+    /// Its pass/fail verdicts at `level`: one for the prompt, or one per instruction.
+    pub fn verdicts(&self, level: Level, mode: Strictness) -> Vec<bool> {
+        match (level, mode) {
+            (Level::Prompt, Strictness::Strict) => vec![self.prompt_strict],
+            (Level::Prompt, Strictness::Loose) => vec![self.prompt_loose],
+            (Level::Instruction, Strictness::Strict) => self.strict.clone(),
+            (Level::Instruction, Strictness::Loose) => self.loose.clone(),
+        }
+    }
+}
+
+/// The answers of one file by prompt id; an id twice is an error (the pairing would be ambiguous).
+pub fn by_id<'a>(rows: &'a [Answer], name: &str) -> Result<BTreeMap<&'a str, &'a Answer>> {
+    let mut m = BTreeMap::new();
+    for r in rows {
+        if m.insert(r.id.as_str(), r).is_some() {
+            bail!("prompt id {:?} appears twice in {name}", r.id);
+        }
+    }
+    Ok(m)
+}
+
 impl crate::jsonl::Keyed for Answer {
     fn key(&self) -> Option<&str> {
         Some(&self.id)
@@ -112,32 +135,15 @@ impl PairedComparison {
     }
 }
 
-/// Joins `a` and `b` by prompt id and tallies, case by case, where B passes and A fails and the
-/// reverse. A prompt id twice in one file is an error (the pairing would be ambiguous).
+/// Joins `a` and `b` by prompt id ([`by_id`]) and tallies, case by case, where B passes and A fails
+/// and the reverse.
 pub fn compare(
     a: &[Answer],
     b: &[Answer],
     level: Level,
     mode: Strictness,
 ) -> Result<PairedComparison> {
-    let index = |rows: &[Answer], name: &str| -> Result<BTreeMap<String, Answer>> {
-        let mut m = BTreeMap::new();
-        for r in rows {
-            if m.insert(r.id.clone(), r.clone()).is_some() {
-                bail!("prompt id {:?} appears twice in {name}", r.id);
-            }
-        }
-        Ok(m)
-    };
-    let (a, b) = (index(a, "A")?, index(b, "B")?);
-    let verdicts = |r: &Answer| -> Vec<bool> {
-        match (level, mode) {
-            (Level::Prompt, Strictness::Strict) => vec![r.prompt_strict],
-            (Level::Prompt, Strictness::Loose) => vec![r.prompt_loose],
-            (Level::Instruction, Strictness::Strict) => r.strict.clone(),
-            (Level::Instruction, Strictness::Loose) => r.loose.clone(),
-        }
-    };
+    let (a, b) = (by_id(a, "A")?, by_id(b, "B")?);
     let (mut wins, mut losses, mut ties) = (0u64, 0u64, 0u64);
     let (mut pass_a, mut pass_b, mut cases) = (0usize, 0usize, 0usize);
     for (id, ra) in &a {
@@ -145,7 +151,11 @@ pub fn compare(
         if ra.instruction_id_list != rb.instruction_id_list {
             bail!("prompt id {id:?} has different instructions in A and B: not the same prompt");
         }
-        for (x, y) in verdicts(ra).into_iter().zip(verdicts(rb)) {
+        for (x, y) in ra
+            .verdicts(level, mode)
+            .into_iter()
+            .zip(rb.verdicts(level, mode))
+        {
             cases += 1;
             pass_a += usize::from(x);
             pass_b += usize::from(y);

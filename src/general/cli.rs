@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 use super::answer::answer;
 use super::answers::{compare, Answer, Level, Strictness};
 use super::prompts::{generate, Split};
+use super::recovery::{recovery, Recovery};
 use super::score::{evaluate, IfevalLite};
 use crate::jsonl::{read_all, JsonlWriter};
 use crate::judge::ifeval::report::Report;
@@ -33,6 +34,28 @@ pub enum GeneralCommand {
     ///
     /// Example: hat general compare sft-answers.jsonl opd-answers.jsonl --level prompt --mode strict
     Compare(CompareArgs),
+    /// The share of a drop that a third model wins back, `(C − B) / (A − B)` for pass rates A (base),
+    /// B (after the drop, e.g. domain SFT) and C (e.g. OPD), on the prompts all three answered, at
+    /// all four levels with a 95% percentile bootstrap over prompts. Prints JSON; a table on stderr.
+    ///
+    /// Example: hat general recovery base-answers.jsonl sft-answers.jsonl opd-answers.jsonl
+    Recovery(RecoveryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RecoveryArgs {
+    /// The base's answers (`hat general eval --answers`), before the drop.
+    #[arg(value_name = "BASE.jsonl")]
+    pub base: String,
+    /// After the drop (e.g. domain SFT).
+    #[arg(value_name = "DROPPED.jsonl")]
+    pub dropped: String,
+    /// The model that should win it back (e.g. OPD).
+    #[arg(value_name = "RECOVERED.jsonl")]
+    pub recovered: String,
+    /// Seed of the bootstrap's resampling.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 #[derive(Debug, Args)]
@@ -125,6 +148,21 @@ pub fn run(cmd: &GeneralCommand, err: &mut dyn std::io::Write) -> Result<i32> {
             let c = compare(&ra, &rb, a.level, a.mode)?;
             println!("{}", serde_json::to_string(&c)?);
             writeln!(err, "{}", c.markdown(&a.a, &a.b))?;
+        }
+        GeneralCommand::Recovery(a) => {
+            let base: Vec<Answer> = read_all(&a.base)?;
+            let dropped: Vec<Answer> = read_all(&a.dropped)?;
+            let recovered: Vec<Answer> = read_all(&a.recovered)?;
+            writeln!(err, "{}", Recovery::HEADER)?;
+            let mut all = Vec::new();
+            for level in [Level::Prompt, Level::Instruction] {
+                for mode in [Strictness::Strict, Strictness::Loose] {
+                    let r = recovery(&base, &dropped, &recovered, level, mode, a.seed)?;
+                    writeln!(err, "{}", r.row())?;
+                    all.push(r);
+                }
+            }
+            println!("{}", serde_json::to_string(&all)?);
         }
     }
     Ok(0)

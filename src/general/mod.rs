@@ -11,7 +11,8 @@
 //! answer.rs        a local model's greedy answers to the prompts
 //! score.rs         IFEval-lite: prompt / instruction level, strict / loose, with Wilson intervals
 //! answers.rs       per-prompt answers and the paired sign test of two models on them
-//! cli.rs           `hat general prompts | eval | compare`
+//! recovery.rs      the share of a drop (base → SFT) that a third model (OPD) wins back
+//! cli.rs           `hat general prompts | eval | compare | recovery`
 //! ```
 
 pub mod answer;
@@ -19,6 +20,7 @@ pub mod answers;
 pub mod cli;
 pub mod instructions;
 pub mod prompts;
+pub mod recovery;
 pub mod score;
 pub mod teacher;
 pub mod topics;
