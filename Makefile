@@ -221,8 +221,9 @@ rl: build
 #  sft      fixed-harness SFT from that base (original-harness episodes only)
 #  opd      OPD from the SFT model with the base as teacher, IFEval-lite every OPD_EVAL_STEPS steps
 #  eval     IFEval-lite of base, SFT and OPD with per-prompt answers, the paired drop (base → SFT) and
-#           recovery (SFT → OPD, base → OPD) at all four levels (ifeval-lite.md), and the right tool of SFT
-#           and OPD in the simulator (eval.md)
+#           recovery (SFT → OPD, base → OPD) at all four levels (ifeval-lite.md), the share of the drop
+#           won back with its bootstrap interval (recovery.md), and Live-Stream QA-lite of SFT and OPD in
+#           the simulator with paired tests (eval.md)
 OPD := $(OUT)/opd
 GENERAL_TRAIN ?= 8000
 GENERAL_EVAL ?= 200
@@ -237,30 +238,52 @@ OPD_LOSS ?= reverse_kl
 # general prompts, and who scores them: base (the general teacher) or sft (the SFT model: holds the shop)
 OPD_DOMAIN_SHARE ?= 0
 OPD_DOMAIN_TEACHER ?= base
-opd: build distill-data
+# Seed of OPD's draws (prompts, samples); the base and SFT stages use SEED.
+OPD_SEED ?= $(SEED)
+# Each stage leaves $(OPD)/STAGE.done: `rm $(OPD)/model.done && make opd OPD_LOSS=…` re-runs OPD and
+# the evaluation on the same base and SFT models (data, base and SFT take ~45 of the ~70 minutes).
+opd: build $(OPD)/eval.done
+
+$(OPD)/data.done:
 	@mkdir -p $(OPD)
+	$(MAKE) distill-data
 	$(HAT) general prompts --split train --n $(GENERAL_TRAIN) --seed $(SEED) -o $(OPD)/general-train.jsonl
 	$(HAT) general prompts --split eval --n $(GENERAL_EVAL) --seed $(SEED) -o $(OPD)/general-eval.jsonl
 	cat $(OPD)/general-train.jsonl $(DISTILL)/base.jsonl > $(OPD)/base-records.jsonl
+	touch $@
+
+$(OPD)/base.done: $(OPD)/data.done
 	$(BASE_TRAIN) --records $(OPD)/base-records.jsonl --tokenizer $(DISTILL)/tokenizer \
 		--max-steps $(GENERAL_STEPS) --save-steps $(GENERAL_STEPS) --out $(OPD)/base
+	touch $@
+
+$(OPD)/sft.done: $(OPD)/base.done
 	$(TD) train --records $(DISTILL)/teacher.original.jsonl --model-init $(call newest,$(OPD)/base) \
 		--tokenizer $(DISTILL)/tokenizer --max-steps $(OPD_SFT_STEPS) --learning-rate $(DISTILL_LR) --eval-steps 0 \
 		--batch-tokens $(DISTILL_BATCH_TOKENS) --save-steps $(OPD_SFT_STEPS) --seed $(SEED) --out $(OPD)/sft --overwrite-output-dir
+	touch $@
+
+$(OPD)/model.done: $(OPD)/sft.done
 	$(BIN)/opd --model $(call newest,$(OPD)/sft) --teacher $(call newest,$(OPD)/base) --prompts $(OPD)/general-train.jsonl \
 		--eval-prompts $(OPD)/general-eval.jsonl --eval-limit $(GENERAL_EVAL) --eval-steps $(OPD_EVAL_STEPS) \
-		--max-steps $(OPD_STEPS) --save-steps $(OPD_EVAL_STEPS) --learning-rate $(OPD_LR) --seed $(SEED) \
+		--max-steps $(OPD_STEPS) --save-steps $(OPD_EVAL_STEPS) --learning-rate $(OPD_LR) --seed $(OPD_SEED) \
 		--loss $(OPD_LOSS) --domain-prompts $(DISTILL)/teacher.original.jsonl --domain-share $(OPD_DOMAIN_SHARE) \
 		$(if $(filter sft,$(OPD_DOMAIN_TEACHER)),--domain-teacher $(call newest,$(OPD)/sft)) \
 		--out $(OPD)/model --overwrite-output-dir
+	touch $@
+
+$(OPD)/eval.done: $(OPD)/model.done
 	for m in base sft model; do $(HAT) general eval --model $(call newest,$(OPD)/$$m) --input $(OPD)/general-eval.jsonl \
 		--answers $(OPD)/$$m-answers.jsonl > $(OPD)/$$m-ifeval.json 2> /dev/null; done
 	for pair in "base sft" "sft model" "base model"; do set -- $$pair; for level in prompt instruction; do \
 		for mode in strict loose; do echo -n "| $$1 → $$2 "; $(HAT) general compare $(OPD)/$$1-answers.jsonl \
 		$(OPD)/$$2-answers.jsonl --level $$level --mode $$mode 2>&1 > /dev/null | tail -1; done; done; done | tee $(OPD)/ifeval-lite.md
+	$(HAT) general recovery $(OPD)/base-answers.jsonl $(OPD)/sft-answers.jsonl $(OPD)/model-answers.jsonl \
+		2>&1 > $(OPD)/recovery.json | tee $(OPD)/recovery.md
 	$(TD) eval --model sft=$(call newest,$(OPD)/sft) --model opd=$(call newest,$(OPD)/model) --set original=$(HARNESS) \
 		--tasks $(DISTILL)/tasks.primary.jsonl --n $(DISTILL_ROLLOUTS) --seed $(SEED) $(CATALOG) \
 		--episodes $(OPD)/eval.jsonl --summary $(OPD)/eval.json | tee $(OPD)/eval.md
+	touch $@
 
 # --- make reproduce (issue 25): the paper's table at toy scale, every stage a target over files ---
 # data     the distill-data sets under $(REPRO)/data, general prompts (train with answers, held-out eval),
