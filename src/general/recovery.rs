@@ -64,37 +64,37 @@ pub fn recovery(
     if per_prompt.is_empty() {
         bail!("the three answer files share no prompt id: nothing to compare");
     }
-    let share = |rows: &mut dyn Iterator<Item = &([usize; 3], usize)>| -> Option<f64> {
-        let mut p = [0i64; 3];
+    // The passes of each model summed over some prompts, and the share they give.
+    let totals = |rows: &mut dyn Iterator<Item = &([usize; 3], usize)>| -> [usize; 3] {
+        let mut t = [0; 3];
         for (passes, _) in rows {
-            for (total, x) in p.iter_mut().zip(passes) {
-                *total += *x as i64;
+            for (total, x) in t.iter_mut().zip(passes) {
+                *total += x;
             }
         }
-        (p[0] != p[1]).then(|| (p[2] - p[1]) as f64 / (p[0] - p[1]) as f64)
+        t
+    };
+    let share = |[base, dropped, recovered]: [usize; 3]| -> Option<f64> {
+        (base != dropped)
+            .then(|| (recovered as f64 - dropped as f64) / (base as f64 - dropped as f64))
     };
     let mut rng = Rng::new(seed);
     let n = per_prompt.len();
     let mut boots: Vec<f64> = (0..RESAMPLES)
-        .filter_map(|_| share(&mut (0..n).map(|_| &per_prompt[rng.below(n)])))
+        .filter_map(|_| share(totals(&mut (0..n).map(|_| &per_prompt[rng.below(n)]))))
         .collect();
     boots.sort_by(f64::total_cmp);
     let quantile = |q: f64| -> Option<f64> {
         (!boots.is_empty()).then(|| boots[((boots.len() - 1) as f64 * q).round() as usize])
     };
-    let mut passes = [0; 3];
-    for (p, _) in &per_prompt {
-        for (total, x) in passes.iter_mut().zip(p) {
-            *total += x;
-        }
-    }
+    let passes = totals(&mut per_prompt.iter());
     Ok(Recovery {
         level,
         mode,
         prompts: n,
         passes,
         cases: per_prompt.iter().map(|(_, c)| c).sum(),
-        share: share(&mut per_prompt.iter()),
+        share: share(passes),
         low: quantile(0.025),
         high: quantile(0.975),
     })
@@ -146,15 +146,18 @@ mod tests {
         let base: Vec<Answer> = (0..40).map(|i| answer(i, &[i < 20])).collect();
         let dropped: Vec<Answer> = (0..40).map(|i| answer(i, &[false])).collect();
         let recovered: Vec<Answer> = (0..40).map(|i| answer(i, &[i < 15])).collect();
-        let r = recovery(
-            &base,
-            &dropped,
-            &recovered,
-            Level::Prompt,
-            Strictness::Strict,
-            1,
-        )
-        .unwrap();
+        let run = || {
+            recovery(
+                &base,
+                &dropped,
+                &recovered,
+                Level::Prompt,
+                Strictness::Strict,
+                1,
+            )
+            .unwrap()
+        };
+        let r = run();
         assert_eq!((r.prompts, r.cases, r.passes), (40, 40, [20, 0, 15]));
         assert_eq!(r.share, Some(0.75));
         let (low, high) = (r.low.unwrap(), r.high.unwrap());
@@ -162,15 +165,7 @@ mod tests {
             0.5 < low && low < 0.75 && 0.75 < high && high <= 1.0,
             "[{low}, {high}]"
         );
-        let again = recovery(
-            &base,
-            &dropped,
-            &recovered,
-            Level::Prompt,
-            Strictness::Strict,
-            1,
-        )
-        .unwrap();
+        let again = run();
         assert_eq!(again, r, "seeded");
     }
 

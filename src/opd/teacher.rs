@@ -121,13 +121,14 @@ impl<B: AutodiffBackend> From<EndpointTeacher> for Teachers<B> {
     }
 }
 
-/// What an endpoint teacher said about some views' trained tokens.
+/// What a teacher said about some views' trained tokens.
 #[derive(Debug, Default)]
-pub struct EndpointScores {
+pub struct TeacherScores {
     /// Per view, the log-probability of each trained token.
     pub logprobs: Vec<Vec<f64>>,
-    /// Per view, per trained token, the teacher's most likely tokens and their log-probabilities,
-    /// most likely first (empty when none were asked for).
+    /// Per view, per trained token, an endpoint teacher's most likely tokens and their
+    /// log-probabilities, most likely first (empty when none were asked for, and for views scored
+    /// in-process).
     pub top: Vec<Vec<Vec<(u32, f64)>>>,
 }
 
@@ -161,7 +162,7 @@ impl EndpointTeacher {
 
     /// [`Self::logprobs`], and with `top_k` > 0 the teacher's `top_k` most likely tokens at every
     /// trained position. The first answer is checked against the student's tokenizer.
-    pub fn score(&self, views: &[TrainingView], top_k: usize) -> Result<EndpointScores> {
+    pub fn score(&self, views: &[TrainingView], top_k: usize) -> Result<TeacherScores> {
         let prompts: Vec<Vec<u32>> = views.iter().map(|v| v.tokens.clone()).collect();
         let scored = self.client.score_all(&prompts, top_k)?;
         if let (false, Some(first), Some(view)) = (
@@ -172,7 +173,7 @@ impl EndpointTeacher {
             self.check_tokenizer(&view.tokens, first)?;
             self.checked.store(true, Ordering::Relaxed);
         }
-        let mut out = EndpointScores::default();
+        let mut out = TeacherScores::default();
         for (v, s) in views.iter().zip(&scored) {
             anyhow::ensure!(
                 v.loss_mask.first() != Some(&1),

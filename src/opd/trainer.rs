@@ -33,7 +33,7 @@ use super::gjsd::GjsdConfig;
 use super::mix::{step_prompts, Source};
 use super::reverse_kl::{reverse_kl_advantages, ReverseKlConfig};
 use super::sample::{completion_view, prompt_ids, sample, Samples};
-use super::teacher::{Teacher, Teachers};
+use super::teacher::{Teacher, TeacherScores, Teachers};
 use super::update::{gjsd_update, views_of_teacher, GjsdTeacher, GjsdUpdate};
 use crate::general::answer::answer;
 use crate::general::score::{ifeval_lite, IfevalLite};
@@ -274,7 +274,7 @@ pub fn train<B: AutodiffBackend>(
             OpdLoss::Gjsd { .. } => cfg.teacher_top_k,
             OpdLoss::ReverseKl(_) => 0,
         };
-        let Scored {
+        let TeacherScores {
             logprobs: teacher_lp,
             top,
         } = score(
@@ -471,17 +471,9 @@ impl<B: AutodiffBackend> Scorer<B> {
     }
 }
 
-/// The teachers' view of a step's samples, indexed like its views.
-struct Scored {
-    /// The log-probability of every trained token.
-    logprobs: Vec<Vec<f64>>,
-    /// An endpoint teacher's top k at every trained position (empty for views scored in-process).
-    top: Vec<Vec<Vec<(u32, f64)>>>,
-}
-
 /// The teacher's log-probability of every view's trained tokens, view `v` scored by
-/// `scorers[teacher_of[v]]`, and an endpoint's `top_k` (0: none). With one teacher the views are
-/// scored together, as they are.
+/// `scorers[teacher_of[v]]`, and an endpoint's `top_k` (0: none), indexed like the views. With one
+/// teacher the views are scored together, as they are.
 fn score<B: AutodiffBackend>(
     scorers: &[Scorer<B>],
     teacher_of: &[usize],
@@ -490,8 +482,8 @@ fn score<B: AutodiffBackend>(
     pad: u32,
     batch_tokens: usize,
     device: &B::Device,
-) -> Result<Scored> {
-    let mut out = Scored {
+) -> Result<TeacherScores> {
+    let mut out = TeacherScores {
         logprobs: vec![Vec::new(); views.len()],
         top: vec![Vec::new(); views.len()],
     };
@@ -500,22 +492,18 @@ fn score<B: AutodiffBackend>(
         if mine.is_empty() {
             continue;
         }
-        match scorer {
-            Scorer::Model(inner, _) => {
-                let lp = logprobs(inner, &subset, pad, batch_tokens, device)?.0;
-                for (&v, l) in mine.iter().zip(lp) {
-                    out.logprobs[v] = l;
-                }
-            }
-            Scorer::Endpoint(e) => {
-                let scores = e.score(&subset, top_k)?;
-                for (&v, l) in mine.iter().zip(scores.logprobs) {
-                    out.logprobs[v] = l;
-                }
-                for (&v, t) in mine.iter().zip(scores.top) {
-                    out.top[v] = t;
-                }
-            }
+        let scores = match scorer {
+            Scorer::Model(inner, _) => TeacherScores {
+                logprobs: logprobs(inner, &subset, pad, batch_tokens, device)?.0,
+                top: Vec::new(),
+            },
+            Scorer::Endpoint(e) => e.score(&subset, top_k)?,
+        };
+        for (&v, l) in mine.iter().zip(scores.logprobs) {
+            out.logprobs[v] = l;
+        }
+        for (&v, t) in mine.iter().zip(scores.top) {
+            out.top[v] = t;
         }
     }
     Ok(out)

@@ -36,7 +36,7 @@ pub enum GjsdTeacher<'a, B: AutodiffBackend> {
     /// student's micro-batches as they are.
     Model(&'a CausalLm<B>),
     /// An endpoint's top k at every trained position, indexed like the step's views (see
-    /// [`super::teacher::EndpointScores::top`]).
+    /// [`super::teacher::TeacherScores::top`]).
     TopK(&'a [Vec<Vec<(u32, f64)>>]),
 }
 
