@@ -451,6 +451,59 @@ mod end_to_end {
         assert!(out.clip_ratio_region > 0.0, "{out:?}");
     }
 
+    /// A NaN reaching the loss (here through the advantages) stops the update before any weight moves,
+    /// with the error the trainer turns into "step N stopped the run: the last good checkpoint is …".
+    #[test]
+    fn a_nan_advantage_stops_the_update_before_the_weights_move() {
+        let (dir, builder, views, _) = good_and_bad_replies();
+        let spans: Vec<_> = views
+            .iter()
+            .enumerate()
+            .flat_map(|(i, v)| spans_of(i, v, |_| f64::NAN))
+            .collect();
+        let device = Default::default();
+        let model = CausalLm::<B>::load(dir.path(), &device).unwrap();
+        let pad = builder.end_of_turn();
+        use burn::module::AutodiffModule;
+        let (old, _) = logprobs(&model.valid(), &views, pad, 4096, &device).unwrap();
+        let loss = PolicyLossConfig {
+            epsilon: 0.2,
+            epsilon_high: 0.28,
+            importance_sampling_level: ImportanceSamplingLevel::Token,
+            loss_type: LossType::Dapo,
+            beta: 0.0,
+            max_completion_length: 16,
+        };
+        let settings = UpdateConfig {
+            loss: &loss,
+            num_iterations: 1,
+            learning_rate: 3e-3,
+            max_grad_norm: 1.0,
+            batch_tokens: 4096,
+            aux_coef: 0.0,
+            pad,
+        };
+        let batch = Batch {
+            views: &views,
+            spans: &spans,
+            old: &old,
+            reference: None,
+            token_advantages: None,
+            tis_weights: None,
+        };
+        let mut opt = AdamW::new(AdamWConfig::default());
+        let err = match update(model, &mut opt, &batch, &settings, &device) {
+            Ok(_) => panic!("a NaN advantage must not give an update"),
+            Err(e) => e,
+        };
+        assert!(
+            err.downcast_ref::<hat::train::optim::NonFiniteGradient>()
+                .is_some(),
+            "{err:#}"
+        );
+        assert_eq!(opt.step, 0, "no optimizer step was taken");
+    }
+
     /// The log-probs of `views` after `num_iterations` DAPO updates of a fresh load of the policy in
     /// `dir` (its own AdamW), with optional per-token advantage terms and TIS weights: the one update
     /// the OPD-term and TIS tests compare with and without their extra input.

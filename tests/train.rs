@@ -959,6 +959,72 @@ fn checkpoints_are_atomic_and_corruption_is_detected_on_load() {
     assert!(format!("{err:#}").contains("corrupted"));
 }
 
+#[test]
+fn a_non_finite_gradient_stops_the_run_naming_the_step_and_the_last_good_checkpoint() {
+    let tok = tokenizer_dir();
+    let b = ViewBuilder::from_dir(tok.path()).unwrap();
+    let vocab = b.tokenizer().get_vocab_size(true);
+    let data = TrainData {
+        train: views(&b),
+        dev: Vec::new(),
+        pad: 0,
+    };
+    let out = TempDir::new().unwrap();
+    let dirs = RunDirs {
+        out: out.path(),
+        tokenizer: tok.path(),
+    };
+    // A learning rate no model survives: AdamW moves every weight by about the learning rate, so the
+    // activations overflow within a few steps and the loss becomes NaN or infinite.
+    let cfg = TrainConfig {
+        learning_rate: 1e30,
+        max_grad_norm: 0.0,
+        save_steps: 1,
+        eval_steps: 0,
+        ..config(8)
+    };
+    let err = train(
+        &cfg,
+        tiny_model(vocab, 3),
+        &data,
+        &dirs,
+        false,
+        &AtomicBool::new(false),
+        &Default::default(),
+    )
+    .unwrap_err();
+    let msg = format!("{err:#}");
+    let last = checkpoint::latest(out.path()).unwrap().unwrap();
+    let saved = losses(out.path());
+    let halted_at = saved.len() + 1;
+    assert!(
+        msg.contains(&format!("step {halted_at} stopped the run"))
+            && msg.contains(&last.display().to_string())
+            && msg.contains("the weights were not updated"),
+        "{msg}"
+    );
+    assert!(saved.iter().all(|(_, loss)| loss.is_finite()), "{saved:?}");
+    // The named checkpoint holds the weights before the bad step, every one finite.
+    let model = CausalLm::<Inner>::load(&last, &Default::default()).unwrap();
+    let (mut params, mut finite) = (0, 0);
+    for p in model
+        .embed_tokens
+        .weight
+        .val()
+        .into_data()
+        .to_vec::<f32>()
+        .unwrap()
+    {
+        params += 1;
+        finite += p.is_finite() as usize;
+    }
+    assert!(
+        params > 0 && finite == params,
+        "{finite} of {params} finite"
+    );
+    assert_eq!(last, out.path().join(checkpoint::dir_name(halted_at - 1)));
+}
+
 /// Rows of random filler with one cue token among them, then a fixed run of template tokens, then the
 /// answer, the one trained token: the token that names the cue's class. The shape of an opening call,
 /// whose skill depends on words of the viewer's message a few dozen tokens back.

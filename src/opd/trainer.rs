@@ -322,6 +322,7 @@ pub fn train<B: AutodiffBackend>(
         if let Some(m) = mean(&top_mass) {
             record["teacher/top_k_mass"] = json!(m);
         }
+        let halted = |e| checkpoint::halted(e, inputs.out, state.step + 1);
         let (updated, loss, grad_norm) = match cfg.loss {
             OpdLoss::ReverseKl(rk) => {
                 let advantages: Vec<Vec<f64>> = q
@@ -352,7 +353,8 @@ pub fn train<B: AutodiffBackend>(
                     aux_coef,
                     pad,
                 };
-                let (m, loss, norm) = update(model, &mut opt, &batch, &settings, device)?;
+                let (m, loss, norm) =
+                    update(model, &mut opt, &batch, &settings, device).map_err(halted)?;
                 record["clip_ratio/region_mean"] = json!(loss.clip_ratio_region);
                 (m, loss.loss, norm)
             }
@@ -380,7 +382,8 @@ pub fn train<B: AutodiffBackend>(
                     views,
                     &settings,
                     device,
-                )?
+                )
+                .map_err(halted)?
             }
         };
         model = updated;

@@ -100,11 +100,7 @@ pub fn gjsd_update<B: AutodiffBackend>(
         }
         Ok((total, parts))
     })?;
-    let norm = if cfg.max_grad_norm > 0.0 {
-        buffer.clip(cfg.max_grad_norm)
-    } else {
-        buffer.norm()
-    };
+    let norm = buffer.finite_norm(cfg.max_grad_norm)?;
     let model = opt.step::<B, _>(model, cfg.learning_rate, &mut buffer);
     Ok((model, parts.ce_sum / tokens as f64, norm))
 }

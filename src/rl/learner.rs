@@ -179,8 +179,8 @@ where
                 .unwrap_or(self.model.config.router_aux_loss_coef),
             pad: data.pad,
         };
-        let (model, loss, grad_norm) =
-            update(self.model, &mut self.opt, &batch, &settings, device)?;
+        let (model, loss, grad_norm) = update(self.model, &mut self.opt, &batch, &settings, device)
+            .map_err(|e| checkpoint::halted(e, &self.out, self.state.step + 1))?;
         self.model = model;
         let update_s = clock.elapsed().as_secs_f64();
         self.state.step += 1;

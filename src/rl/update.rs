@@ -159,11 +159,7 @@ pub fn update<B: AutodiffBackend>(
             let (_, mut buffer) = step_gradients(&model, micro, |m, b| {
                 micro_batch_loss(m, b, 1.0, cfg.aux_coef, count, 0.0)
             })?;
-            let norm = if cfg.max_grad_norm > 0.0 {
-                buffer.clip(cfg.max_grad_norm)
-            } else {
-                buffer.norm()
-            };
+            let norm = buffer.finite_norm(cfg.max_grad_norm)?;
             model = opt.step::<B, _>(model, cfg.learning_rate, &mut buffer);
             norm
         };

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::batch::Cursor;
-use super::optim::AdamW;
+use super::optim::{AdamW, NonFiniteGradient};
 use crate::model::io::checkpoint::{save as save_model, SaveOptions};
 use crate::model::CausalLm;
 
@@ -156,6 +156,28 @@ fn entries(out: &Path) -> Result<Vec<(PathBuf, String)>> {
         found.extend(name.map(|name| (path, name)));
     }
     Ok(found)
+}
+
+/// `err` as the trainers report it: a [`NonFiniteGradient`] at `step` stops the run, and the message says
+/// which step and from which checkpoint to go on (a lower learning rate, other data); any other error
+/// unchanged.
+pub fn halted(err: anyhow::Error, out: &Path, step: usize) -> anyhow::Error {
+    if err.downcast_ref::<NonFiniteGradient>().is_none() {
+        return err;
+    }
+    let from = match latest(out) {
+        Ok(Some(dir)) => format!(
+            "the last good checkpoint is {} (--resume continues from it; \
+             try a lower --learning-rate or look at the step's data)",
+            dir.display()
+        ),
+        _ => format!(
+            "{} holds no checkpoint yet: the run has to start again (lower --learning-rate, or \
+             --save-steps to keep more checkpoints)",
+            out.display()
+        ),
+    };
+    err.context(format!("step {step} stopped the run: {from}"))
 }
 
 /// Fails when `out` holds checkpoints: a fresh run next to an earlier run's checkpoints would leave

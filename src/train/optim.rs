@@ -73,6 +73,25 @@ pub fn cosine_with_warmup(peak: f64, step: usize, warmup: usize, total: usize) -
     peak * (0.5 * (1.0 + (std::f64::consts::PI * progress).cos())).max(0.0)
 }
 
+/// A gradient whose global norm is NaN or infinite: the step that produced it must not be taken.
+/// The trainers name the step and the last good checkpoint with it ([`super::checkpoint::halted`]).
+#[derive(Debug, Clone, Copy)]
+pub struct NonFiniteGradient {
+    pub norm: f64,
+}
+
+impl std::fmt::Display for NonFiniteGradient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the gradient norm is {} (a NaN or infinite loss); the weights were not updated",
+            self.norm
+        )
+    }
+}
+
+impl std::error::Error for NonFiniteGradient {}
+
 /// Gradients summed over micro-batches, flattened, one slot per parameter (`None`: no gradient yet).
 pub struct GradBuffer<B: Backend> {
     pub grads: Vec<Option<Tensor<B, 1>>>,
@@ -120,6 +139,20 @@ impl<B: Backend> GradBuffer<B> {
             .map(sum_of_squares)
             .sum::<f64>()
             .sqrt()
+    }
+
+    /// The norm an optimizer step may use: clipped to `max_norm` when it is > 0 (see [`Self::clip`]),
+    /// and an error when it is NaN or infinite — a non-finite loss upstream, which would turn every
+    /// weight it reaches into NaN. Returns the norm before clipping.
+    pub fn finite_norm(&mut self, max_norm: f64) -> Result<f64, NonFiniteGradient> {
+        let norm = self.norm();
+        if !norm.is_finite() {
+            return Err(NonFiniteGradient { norm });
+        }
+        if max_norm > 0.0 {
+            self.clip(max_norm);
+        }
+        Ok(norm)
     }
 
     /// Scales gradients so the global norm is at most `max_norm` (torch: coefficient

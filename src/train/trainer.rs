@@ -514,11 +514,9 @@ pub fn train<B: AutodiffBackend>(
             micro_batch_loss(m, b, norm, aux_coef, micro_count, cfg.mtp_loss_weight)
         };
         let (parts, mut buffer) = step_gradients(&model, micro, loss_of)?;
-        let grad_norm = if cfg.max_grad_norm > 0.0 {
-            buffer.clip(cfg.max_grad_norm)
-        } else {
-            buffer.norm()
-        };
+        let grad_norm = buffer
+            .finite_norm(cfg.max_grad_norm)
+            .map_err(|e| checkpoint::halted(e.into(), dirs.out, state.step + 1))?;
         model = opt.step::<B, _>(model, lr, &mut buffer);
         state.step += 1;
         state.cursor = sampler.cursor;
