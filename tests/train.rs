@@ -1025,6 +1025,62 @@ fn a_non_finite_gradient_stops_the_run_naming_the_step_and_the_last_good_checkpo
     assert_eq!(last, out.path().join(checkpoint::dir_name(halted_at - 1)));
 }
 
+#[test]
+fn hat_plot_draws_one_curve_per_run_and_key_and_tabulates_them() {
+    use hat::train::metrics::{run_plot, PlotArgs};
+    let dir = TempDir::new().unwrap();
+    for (run, rewards) in [("grpo", [0.1, 0.3, 0.2]), ("gspo", [0.2, 0.4, 0.5])] {
+        std::fs::create_dir(dir.path().join(run)).unwrap();
+        let lines: Vec<String> = rewards
+            .iter()
+            .enumerate()
+            .map(|(i, r)| json!({"step": i + 1, "reward": r, "kl": r / 10.0}).to_string())
+            .chain([json!({"step": 3, "dev_loss": 1.0}).to_string()])
+            .collect();
+        std::fs::write(dir.path().join(run).join("metrics.jsonl"), lines.join("\n")).unwrap();
+    }
+    let svg = dir.path().join("plot.svg");
+    let args = |runs: Vec<String>, keys: &[&str]| PlotArgs {
+        runs,
+        keys: keys.iter().map(|k| k.to_string()).collect(),
+        from_step: 0.0,
+        output: svg.clone(),
+    };
+    let grpo = dir.path().join("grpo").display().to_string();
+    let gspo = format!("GSPO={}", dir.path().join("gspo/metrics.jsonl").display());
+    let mut table = Vec::new();
+    run_plot(
+        &args(vec![grpo.clone(), gspo.clone()], &["reward", "kl"]),
+        &mut table,
+    )
+    .unwrap();
+    let table = String::from_utf8(table).unwrap();
+    assert!(
+        table.contains("| grpo reward | 3 | 0.1000 | 0.2000 | 0.1000 | 0.3000 |"),
+        "{table}"
+    );
+    assert!(
+        table.contains("| GSPO reward | 3 | 0.2000 | 0.5000 | 0.2000 | 0.5000 |"),
+        "{table}"
+    );
+    assert!(
+        table.contains("| GSPO kl | 3 | 0.0200 | 0.0500 |"),
+        "{table}"
+    );
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(drawn.matches("<polyline").count(), 4);
+    assert!(drawn.contains(">GSPO kl</text>") && drawn.contains(">grpo reward</text>"));
+
+    let err = run_plot(&args(vec![grpo.clone()], &["rewrd"]), &mut Vec::new()).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("no run has a numeric value for rewrd"),
+        "{err:#}"
+    );
+    let missing = dir.path().join("nope").display().to_string();
+    let err = run_plot(&args(vec![missing.clone()], &["reward"]), &mut Vec::new()).unwrap_err();
+    assert!(format!("{err:#}").contains(&missing), "{err:#}");
+}
+
 /// Rows of random filler with one cue token among them, then a fixed run of template tokens, then the
 /// answer, the one trained token: the token that names the cue's class. The shape of an opening call,
 /// whose skill depends on words of the viewer's message a few dozen tokens back.

@@ -50,6 +50,9 @@ enum Group {
     ///
     /// Example: hat report --dir out/reproduce --stage base=Base --stage hsa=HSA-SFT -o out/reproduce/report.md
     Report(hat::eval::report::ReportArgs),
+    /// Curves of several runs' metrics.jsonl on one SVG (GSPO against GRPO, one seed against another),
+    /// with each curve's points, first, last, min and max as a table on stdout.
+    Plot(hat::train::metrics::PlotArgs),
 }
 
 /// `hat sim`: the simulator's commands (library `agent::cli`) plus `serve`, which lives a layer up in
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
             print!("{md}");
             0
         }),
+        Group::Plot(a) => hat::train::metrics::run_plot(&a, &mut out).map(|()| 0),
     };
     drop((out, err));
     exit_code(result)

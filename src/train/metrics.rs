@@ -77,9 +77,18 @@ const PALETTE: [&str; 8] = [
 pub fn plot(metrics: &Path, svg: &Path, keys: &[(&str, &str)]) -> Result<()> {
     let curves = keys
         .iter()
-        .zip(PALETTE.iter().cycle())
-        .map(|(&(name, key), &color)| Ok((name, color, series(metrics, key)?)))
+        .map(|&(name, key)| Ok((name.to_string(), series(metrics, key)?)))
         .collect::<Result<Vec<_>>>()?;
+    plot_curves(svg, &curves)
+}
+
+/// Writes an SVG of `(label, points)` curves against the step, on one axis, in the palette's colours.
+pub fn plot_curves(svg: &Path, curves: &[(String, Vec<(f64, f64)>)]) -> Result<()> {
+    let curves: Vec<(&str, &str, &Vec<(f64, f64)>)> = curves
+        .iter()
+        .zip(PALETTE.iter().cycle())
+        .map(|((name, pts), &color)| (name.as_str(), color, pts))
+        .collect();
     let points = curves.iter().flat_map(|c| c.2.iter());
     let (mut x1, mut y0, mut y1) = (1.0f64, f64::MAX, f64::MIN);
     for &(x, y) in points {
@@ -117,10 +126,99 @@ pub fn plot(metrics: &Path, svg: &Path, keys: &[(&str, &str)]) -> Result<()> {
             "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\" points=\"{}\"/>\n\
              <text x=\"{}\" y=\"{}\" fill=\"{color}\">{name}</text>\n",
             path.join(" "),
-            w - m - 100.0,
+            w - m - 160.0,
             m + 16.0 * (i as f64 + 1.0)
         ));
     }
     s.push_str("</svg>\n");
     std::fs::write(svg, s).with_context(|| format!("writing {}", svg.display()))
+}
+
+/// `hat plot`: curves of several runs' `metrics.jsonl` on one plot (GSPO against GRPO, one seed against
+/// another), and each curve's figures as a table on stdout.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  hat plot gspo=out/rl-gspo grpo=out/rl-grpo --key reward \\\n      --key clip_ratio/region_mean -o gspo-vs-grpo.svg"
+)]
+pub struct PlotArgs {
+    /// Runs to plot: `LABEL=PATH` or `PATH`, where PATH is a run directory holding metrics.jsonl or
+    /// the file itself (the label is then the directory's name).
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    /// Metrics to plot, as named in metrics.jsonl (`loss`, `reward`, `kl`, `clip_ratio/region_mean`,
+    /// `rewards/accuracy/mean`, …); one curve per run and key.
+    #[arg(long = "key", default_value = "loss")]
+    pub keys: Vec<String>,
+    /// Leave out the points before this step (a loss curve's first steps dwarf the rest).
+    #[arg(long, default_value_t = 0.0)]
+    pub from_step: f64,
+    /// The SVG to write.
+    #[arg(short, long)]
+    pub output: std::path::PathBuf,
+}
+
+/// One run named on the command line: its label and its metrics file.
+fn run_of(arg: &str) -> (String, std::path::PathBuf) {
+    let (label, path) = match arg.split_once('=') {
+        Some((label, path)) if !label.is_empty() => (Some(label.to_string()), path),
+        _ => (None, arg),
+    };
+    let path = Path::new(path);
+    let file = if path.is_dir() {
+        path.join("metrics.jsonl")
+    } else {
+        path.to_path_buf()
+    };
+    let dir = if path.is_dir() {
+        path
+    } else {
+        path.parent().unwrap_or(path)
+    };
+    let label = label.unwrap_or_else(|| {
+        dir.file_name()
+            .map_or_else(|| arg.to_string(), |n| n.to_string_lossy().into_owned())
+    });
+    (label, file)
+}
+
+/// Runs `hat plot`: writes the SVG and prints one row per curve (points, first, last, min, max).
+pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> Result<()> {
+    let mut curves = Vec::new();
+    for arg in &args.runs {
+        let (label, file) = run_of(arg);
+        for key in &args.keys {
+            let name = if args.keys.len() == 1 {
+                label.clone()
+            } else {
+                format!("{label} {key}")
+            };
+            let mut points = series(&file, key)?;
+            points.retain(|&(step, _)| step >= args.from_step);
+            curves.push((name, points));
+        }
+    }
+    if curves.iter().all(|(_, pts)| pts.is_empty()) {
+        anyhow::bail!(
+            "no run has a numeric value for {}: check the key names in metrics.jsonl",
+            args.keys.join(", ")
+        );
+    }
+    plot_curves(&args.output, &curves)?;
+    writeln!(out, "| curve | points | first | last | min | max |")?;
+    writeln!(out, "|---|---|---|---|---|---|")?;
+    for (name, pts) in &curves {
+        let ys = pts.iter().map(|p| p.1);
+        let (min, max) = ys.fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
+        match (pts.first(), pts.last()) {
+            (Some(first), Some(last)) => writeln!(
+                out,
+                "| {name} | {} | {:.4} | {:.4} | {min:.4} | {max:.4} |",
+                pts.len(),
+                first.1,
+                last.1
+            )?,
+            _ => writeln!(out, "| {name} | 0 | – | – | – | – |")?,
+        }
+    }
+    Ok(())
 }
