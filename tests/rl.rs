@@ -406,33 +406,9 @@ mod end_to_end {
         let before = total(&model.valid());
         let (old, _) = logprobs(&model.valid(), &views, pad, 4096, &device).unwrap();
         assert_eq!(old[1].len(), views[1].trained_tokens());
-        let loss = PolicyLossConfig {
-            epsilon: 0.2,
-            epsilon_high: 0.28,
-            importance_sampling_level: ImportanceSamplingLevel::Token,
-            loss_type: LossType::Grpo,
-            beta: 0.0,
-            max_completion_length: 16,
-        };
-        let settings = UpdateConfig {
-            loss: &loss,
-            num_iterations: 3,
-            learning_rate: 3e-3,
-            max_grad_norm: 1.0,
-            batch_tokens: 4096,
-            aux_coef: 0.0,
-            pad,
-        };
-        let batch = Batch {
-            views: &views,
-            spans: &spans,
-            old: &old,
-            reference: None,
-            token_advantages: None,
-            tis_weights: None,
-        };
         let mut opt = AdamW::new(AdamWConfig::default());
-        let (model, out, grad_norm) = update(model, &mut opt, &batch, &settings, &device).unwrap();
+        let (model, out, grad_norm) =
+            three_grpo_passes(model, &mut opt, &views, &spans, &old, pad).unwrap();
         let after = total(&model.valid());
         assert!(grad_norm > 0.0);
         assert!(
@@ -451,6 +427,44 @@ mod end_to_end {
         assert!(out.clip_ratio_region > 0.0, "{out:?}");
     }
 
+    /// `update` as the tests here take it: token-level GRPO (ε 0.2 / 0.28, no KL), three passes at 3e-3,
+    /// on `spans` of `views` with the `old` log-probs and no extra terms.
+    fn three_grpo_passes(
+        model: CausalLm<B>,
+        opt: &mut AdamW<NdArray<f32>>,
+        views: &[hat::train::view::TrainingView],
+        spans: &[hat::rl::update::Span],
+        old: &[Vec<f64>],
+        pad: u32,
+    ) -> anyhow::Result<(CausalLm<B>, hat::rl::policy_loss::PolicyLoss, f64)> {
+        let loss = PolicyLossConfig {
+            epsilon: 0.2,
+            epsilon_high: 0.28,
+            importance_sampling_level: ImportanceSamplingLevel::Token,
+            loss_type: LossType::Grpo,
+            beta: 0.0,
+            max_completion_length: 16,
+        };
+        let settings = UpdateConfig {
+            loss: &loss,
+            num_iterations: 3,
+            learning_rate: 3e-3,
+            max_grad_norm: 1.0,
+            batch_tokens: 4096,
+            aux_coef: 0.0,
+            pad,
+        };
+        let batch = Batch {
+            views,
+            spans,
+            old,
+            reference: None,
+            token_advantages: None,
+            tis_weights: None,
+        };
+        update(model, opt, &batch, &settings, &Default::default())
+    }
+
     /// A NaN reaching the loss (here through the advantages) stops the update before any weight moves,
     /// with the error the trainer turns into "step N stopped the run: the last good checkpoint is …".
     #[test]
@@ -466,33 +480,8 @@ mod end_to_end {
         let pad = builder.end_of_turn();
         use burn::module::AutodiffModule;
         let (old, _) = logprobs(&model.valid(), &views, pad, 4096, &device).unwrap();
-        let loss = PolicyLossConfig {
-            epsilon: 0.2,
-            epsilon_high: 0.28,
-            importance_sampling_level: ImportanceSamplingLevel::Token,
-            loss_type: LossType::Dapo,
-            beta: 0.0,
-            max_completion_length: 16,
-        };
-        let settings = UpdateConfig {
-            loss: &loss,
-            num_iterations: 1,
-            learning_rate: 3e-3,
-            max_grad_norm: 1.0,
-            batch_tokens: 4096,
-            aux_coef: 0.0,
-            pad,
-        };
-        let batch = Batch {
-            views: &views,
-            spans: &spans,
-            old: &old,
-            reference: None,
-            token_advantages: None,
-            tis_weights: None,
-        };
         let mut opt = AdamW::new(AdamWConfig::default());
-        let err = match update(model, &mut opt, &batch, &settings, &device) {
+        let err = match three_grpo_passes(model, &mut opt, &views, &spans, &old, pad) {
             Ok(_) => panic!("a NaN advantage must not give an update"),
             Err(e) => e,
         };

@@ -894,28 +894,8 @@ fn training_memorises_the_input_dependent_calls_of_a_small_set() {
 #[test]
 fn checkpoints_are_atomic_and_corruption_is_detected_on_load() {
     let tok = tokenizer_dir();
-    let b = ViewBuilder::from_dir(tok.path()).unwrap();
-    let vocab = b.tokenizer().get_vocab_size(true);
-    let data = TrainData {
-        train: views(&b),
-        dev: Vec::new(),
-        pad: 0,
-    };
     let out = TempDir::new().unwrap();
-    let dirs = RunDirs {
-        out: out.path(),
-        tokenizer: tok.path(),
-    };
-    let o = train(
-        &config(2),
-        tiny_model(vocab, 3),
-        &data,
-        &dirs,
-        false,
-        &AtomicBool::new(false),
-        &Default::default(),
-    )
-    .unwrap();
+    let o = run_in(out.path(), &tok, &config(2), false).unwrap();
     let names: Vec<String> = std::fs::read_dir(out.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
@@ -931,6 +911,10 @@ fn checkpoints_are_atomic_and_corruption_is_detected_on_load() {
     checkpoint::verify(&o.checkpoint).unwrap();
     // The checkpoint is a plain HF directory.
     let loaded = CausalLm::<Inner>::load(&o.checkpoint, &Default::default()).unwrap();
+    let vocab = ViewBuilder::from_dir(tok.path())
+        .unwrap()
+        .tokenizer()
+        .get_vocab_size(true);
     assert_eq!(loaded.config.vocab_size, vocab);
 
     let weights = o.checkpoint.join("model.safetensors");
@@ -946,34 +930,45 @@ fn checkpoints_are_atomic_and_corruption_is_detected_on_load() {
         msg.contains("corrupted") && msg.contains("model.safetensors"),
         "{msg}"
     );
-    let err = train(
-        &config(3),
-        tiny_model(vocab, 3),
-        &data,
-        &dirs,
-        true,
-        &AtomicBool::new(false),
-        &Default::default(),
-    )
-    .unwrap_err();
+    let err = run_in(out.path(), &tok, &config(3), true).unwrap_err();
     assert!(format!("{err:#}").contains("corrupted"));
 }
 
-#[test]
-fn a_non_finite_gradient_stops_the_run_naming_the_step_and_the_last_good_checkpoint() {
-    let tok = tokenizer_dir();
+/// A run of `cfg` on [`views`] (no dev set) of a fresh `tiny` model of seed 3 into `out`; with `resume`,
+/// from its newest checkpoint there.
+fn run_in(
+    out: &std::path::Path,
+    tok: &TempDir,
+    cfg: &TrainConfig,
+    resume: bool,
+) -> anyhow::Result<Outcome> {
     let b = ViewBuilder::from_dir(tok.path()).unwrap();
-    let vocab = b.tokenizer().get_vocab_size(true);
     let data = TrainData {
         train: views(&b),
         dev: Vec::new(),
         pad: 0,
     };
-    let out = TempDir::new().unwrap();
     let dirs = RunDirs {
-        out: out.path(),
+        out,
         tokenizer: tok.path(),
     };
+    let model = tiny_model(b.tokenizer().get_vocab_size(true), 3);
+    let never = AtomicBool::new(false);
+    train(
+        cfg,
+        model,
+        &data,
+        &dirs,
+        resume,
+        &never,
+        &Default::default(),
+    )
+}
+
+#[test]
+fn a_non_finite_gradient_stops_the_run_naming_the_step_and_the_last_good_checkpoint() {
+    let tok = tokenizer_dir();
+    let out = TempDir::new().unwrap();
     // A learning rate no model survives: AdamW moves every weight by about the learning rate, so the
     // activations overflow within a few steps and the loss becomes NaN or infinite.
     let cfg = TrainConfig {
@@ -983,16 +978,7 @@ fn a_non_finite_gradient_stops_the_run_naming_the_step_and_the_last_good_checkpo
         eval_steps: 0,
         ..config(8)
     };
-    let err = train(
-        &cfg,
-        tiny_model(vocab, 3),
-        &data,
-        &dirs,
-        false,
-        &AtomicBool::new(false),
-        &Default::default(),
-    )
-    .unwrap_err();
+    let err = run_in(out.path(), &tok, &cfg, false).unwrap_err();
     let msg = format!("{err:#}");
     let last = checkpoint::latest(out.path()).unwrap().unwrap();
     let saved = losses(out.path());
