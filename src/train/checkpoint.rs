@@ -171,11 +171,12 @@ pub fn halted(err: anyhow::Error, out: &Path, step: usize) -> anyhow::Error {
              try a lower --learning-rate or look at the step's data)",
             dir.display()
         ),
-        _ => format!(
+        Ok(None) => format!(
             "{} holds no checkpoint yet: the run has to start again (lower --learning-rate, or \
              --save-steps to keep more checkpoints)",
             out.display()
         ),
+        Err(listing) => format!("its checkpoints could not be listed either ({listing:#})"),
     };
     err.context(format!("step {step} stopped the run: {from}"))
 }

@@ -164,15 +164,10 @@ fn run_of(arg: &str) -> (String, std::path::PathBuf) {
         _ => (None, arg),
     };
     let path = Path::new(path);
-    let file = if path.is_dir() {
-        path.join("metrics.jsonl")
+    let (file, dir) = if path.is_dir() {
+        (path.join("metrics.jsonl"), path)
     } else {
-        path.to_path_buf()
-    };
-    let dir = if path.is_dir() {
-        path
-    } else {
-        path.parent().unwrap_or(path)
+        (path.to_path_buf(), path.parent().unwrap_or(path))
     };
     let label = label.unwrap_or_else(|| {
         dir.file_name()

@@ -150,7 +150,7 @@ impl<B: Backend> GradBuffer<B> {
             return Err(NonFiniteGradient { norm });
         }
         if max_norm > 0.0 {
-            self.clip(max_norm);
+            self.scale_to(norm, max_norm);
         }
         Ok(norm)
     }
@@ -159,13 +159,18 @@ impl<B: Backend> GradBuffer<B> {
     /// `max_norm / (norm + 1e-6)`, clamped to 1). Returns the norm before clipping.
     pub fn clip(&mut self, max_norm: f64) -> f64 {
         let norm = self.norm();
+        self.scale_to(norm, max_norm);
+        norm
+    }
+
+    /// Scales gradients of global norm `norm` down to `max_norm` (no change when already below).
+    fn scale_to(&mut self, norm: f64, max_norm: f64) {
         let coef = max_norm / (norm + 1e-6);
         if coef < 1.0 {
             for g in self.grads.iter_mut().flatten() {
                 *g = g.clone().mul_scalar(coef);
             }
         }
-        norm
     }
 }
 
