@@ -117,6 +117,8 @@ fn decision(id: &str, hit: Option<bool>) -> Decision {
         intent: "chat".into(),
         opening_exact: hit,
         opening_said: None,
+        reply_exact: None,
+        reply_said: None,
         calls: 1,
         calls_exact: usize::from(hit == Some(true)),
     }
@@ -195,13 +197,15 @@ fn the_probe_reports_opening_calls_by_intent_and_what_was_said() {
         .map(|(k, r)| (k.as_str(), r.n))
         .collect();
     assert_eq!(by, BTreeMap::from([("chat", 3), ("product_qa", 3)]));
-    assert!(p
-        .decisions
-        .iter()
-        .all(|d| d.opening_said.as_deref().is_some_and(|s| !s.is_empty())));
+    assert_eq!(p.reply.n, 6, "every record ends with a reply");
+    assert!(p.decisions.iter().all(|d| {
+        d.opening_said.as_deref().is_some_and(|s| !s.is_empty())
+            && d.reply_said.as_deref().is_some_and(|s| !s.is_empty())
+    }));
     let views: Vec<_> = records.iter().map(|r| b.build(r).unwrap()).collect();
     let dev = dev_metrics(&model, &views, 0, 4096, &d).unwrap().unwrap();
     assert_eq!(dev.first_call_exact, Some(p.opening.value()));
+    assert_eq!(dev.final_reply_exact, Some(p.reply.value()));
     assert!(
         (dev.loss - p.loss).abs() < 1e-4 * dev.loss,
         "{} vs {}",

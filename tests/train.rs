@@ -855,7 +855,7 @@ fn asking(i: usize) -> Trajectory {
 
 /// Training learns what the records teach, decisions included: on eight records whose tool call
 /// copies the product the viewer asked about, the loss falls to a small fraction of its start and
-/// greedy decoding reproduces every record's tool call. A model that answered every viewer with the
+/// greedy decoding reproduces every record's tool call and final reply. A model that answered every viewer with the
 /// same call would leave the tool-call exact match at 1/8 — which is what this set gives at a learning
 /// rate of 1e-2 (loss 0.10, every token memorised but the product id, still 1/8 at step 200), and
 /// 3/8 at 3e-3 after 150 steps; at 1e-3 it is 8/8 by step 150 (docs/learning-default.md).
@@ -889,6 +889,7 @@ fn training_memorises_the_input_dependent_calls_of_a_small_set() {
     );
     assert_eq!(dev.tool_call_exact, Some(1.0), "{dev:?}");
     assert_eq!(dev.first_call_exact, Some(1.0), "{dev:?}");
+    assert_eq!(dev.final_reply_exact, Some(1.0), "{dev:?}");
 }
 
 #[test]

@@ -6,6 +6,10 @@
 //! from the viewer's message and the harness in the prompt alone. The same tasks under a renamed
 //! harness (an HSA variant) ask for the same decision under other names, so the two sets side by side
 //! measure whether a model reads the names in its prompt or recalls the ones it was trained on.
+//!
+//! The *final reply* (the last text turn, after the tool results) is the other half of the job: a reply
+//! reproduced token for token states the price, stock or policy the tools returned, in the harness's
+//! wording. By intent, a model that does not read the results shows one reply for every intent.
 
 use std::collections::BTreeMap;
 
@@ -36,8 +40,11 @@ impl Rate {
         self.hits as f64 / self.n.max(1) as f64
     }
 
-    /// `0.650 [0.581, 0.713] n=200`.
+    /// `0.650 [0.581, 0.713] n=200`; `- n=0` when nothing was decided.
     pub fn display(&self) -> String {
+        if self.n == 0 {
+            return "- n=0".into();
+        }
         let (lo, hi) = wilson(self.hits, self.n);
         format!("{:.3} [{lo:.3}, {hi:.3}] n={}", self.value(), self.n)
     }
@@ -51,6 +58,9 @@ pub struct Decision {
     pub opening_exact: Option<bool>,
     /// What the model says in the opening call's place (its teacher-forced argmax, decoded).
     pub opening_said: Option<String>,
+    pub reply_exact: Option<bool>,
+    /// What the model says in the final reply's place.
+    pub reply_said: Option<String>,
     pub calls: usize,
     pub calls_exact: usize,
 }
@@ -66,6 +76,8 @@ pub struct Probe {
     pub opening: Rate,
     pub calls: Rate,
     pub opening_by_intent: BTreeMap<String, Rate>,
+    pub reply: Rate,
+    pub reply_by_intent: BTreeMap<String, Rate>,
     pub decisions: Vec<Decision>,
 }
 
@@ -108,19 +120,28 @@ pub fn probe<B: Backend>(
                 .or_default()
                 .add(hit);
         }
+        if let Some(hit) = s.final_reply_exact {
+            p.reply.add(hit);
+            p.reply_by_intent
+                .entry(intent.clone())
+                .or_default()
+                .add(hit);
+        }
         p.calls.hits += s.calls_exact as u64;
         p.calls.n += s.calls as u64;
-        let opening_said = s.first_call_exact.map(|_| {
+        let decode = |argmax: &[u32]| {
             builder
                 .tokenizer()
-                .decode(&s.first_call_argmax, false)
+                .decode(argmax, false)
                 .unwrap_or_default()
-        });
+        };
         p.decisions.push(Decision {
             id: r.id.clone(),
             intent,
             opening_exact: s.first_call_exact,
-            opening_said,
+            opening_said: s.first_call_exact.map(|_| decode(&s.first_call_argmax)),
+            reply_exact: s.final_reply_exact,
+            reply_said: s.final_reply_exact.map(|_| decode(&s.final_reply_argmax)),
             calls: s.calls,
             calls_exact: s.calls_exact,
         });
@@ -140,40 +161,61 @@ pub fn paired(a: &Probe, b: &Probe) -> (u64, u64, f64) {
     paired_sign_test(opening(a), opening(b))
 }
 
-/// The markdown table of `(model, set, probe)` rows, then the opening call by intent.
+/// The markdown table of `(model, set, probe)` rows, then the opening call and the final reply by intent.
 pub fn markdown(rows: &[(String, String, Probe)]) -> String {
     let mut s = String::from(
-        "| model | record set | records | opening call exact [95% CI] | all tool calls exact | loss |\n|---|---|---|---|---|---|\n",
+        "| model | record set | records | opening call exact [95% CI] | all tool calls exact | final reply exact | loss |\n|---|---|---|---|---|---|---|\n",
     );
     for (model, set, p) in rows {
         s.push_str(&format!(
-            "| {model} | {set} | {} | {} | {} | {:.4} |\n",
+            "| {model} | {set} | {} | {} | {} | {} | {:.4} |\n",
             p.records,
             p.opening.display(),
             p.calls.display(),
+            p.reply.display(),
             p.loss
         ));
     }
-    s.push_str("\nOpening call by intent (what the model says most often in its place, teacher-forced):\n\n| model | record set | intent | opening call exact | most common opening said |\n|---|---|---|---|---|\n");
-    for (model, set, p) in rows {
-        for (intent, r) in &p.opening_by_intent {
-            s.push_str(&format!(
-                "| {model} | {set} | {intent} | {} | {} |\n",
-                r.display(),
-                most_common_opening(p, intent)
-            ));
+    let by_intent = |s: &mut String,
+                     turn: &str,
+                     of: fn(&Probe) -> &BTreeMap<String, Rate>,
+                     said: Said| {
+        s.push_str(&format!("\n{turn} by intent (what the model says most often in its place, teacher-forced):\n\n| model | record set | intent | {turn} exact | most common {turn} said |\n|---|---|---|---|---|\n"));
+        for (model, set, p) in rows {
+            for (intent, r) in of(p) {
+                s.push_str(&format!(
+                    "| {model} | {set} | {intent} | {} | {} |\n",
+                    r.display(),
+                    most_common(p, intent, said)
+                ));
+            }
         }
-    }
+    };
+    by_intent(
+        &mut s,
+        "opening call",
+        |p| &p.opening_by_intent,
+        |d| d.opening_said.as_deref(),
+    );
+    by_intent(
+        &mut s,
+        "final reply",
+        |p| &p.reply_by_intent,
+        |d| d.reply_said.as_deref(),
+    );
     s
 }
 
-/// The opening the model says most often for `intent`, with its count: `` `…` ×12/40 ``. One answer
-/// for every intent is the signature of a model that ignores its input.
-fn most_common_opening(p: &Probe, intent: &str) -> String {
+/// What a decision says in one turn's place.
+type Said = fn(&Decision) -> Option<&str>;
+
+/// What the model says most often in a turn's place for `intent`, with its count: `` `…` ×12/40 ``.
+/// One answer for every intent is the signature of a model that ignores its input.
+fn most_common(p: &Probe, intent: &str, said: Said) -> String {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for d in p.decisions.iter().filter(|d| d.intent == intent) {
-        if let Some(said) = &d.opening_said {
-            *counts.entry(said.as_str()).or_default() += 1;
+        if let Some(said) = said(d) {
+            *counts.entry(said).or_default() += 1;
         }
     }
     let total: usize = counts.values().sum();

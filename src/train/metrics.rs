@@ -1,5 +1,6 @@
 //! Training metrics: one JSON object per line (`{"step", "loss", ...}` per step,
-//! `{"step", "dev_loss", "dev_tool_call_exact", "dev_first_call_exact"}` per evaluation) and a hand-written SVG plot of the curves.
+//! `{"step", "dev_loss", "dev_tool_call_exact", "dev_first_call_exact", "dev_final_reply_exact"}` per
+//! evaluation) and a hand-written SVG plot of the curves.
 
 use std::io::Write;
 use std::path::Path;
@@ -55,7 +56,8 @@ pub fn series(path: &Path, key: &str) -> Result<Vec<(f64, f64)>> {
 }
 
 /// Writes an SVG with the training loss (blue), the dev loss (orange) and the dev tool-call exact-match
-/// shares (green: every tool-calling turn; red: the opening one; 0–1 on the same axis) against the step.
+/// shares (green: every tool-calling turn; red: the opening one; purple: the final reply; 0–1 on the same
+/// axis) against the step.
 pub fn plot_loss(metrics: &Path, svg: &Path) -> Result<()> {
     plot(
         metrics,
@@ -65,6 +67,7 @@ pub fn plot_loss(metrics: &Path, svg: &Path) -> Result<()> {
             ("dev loss", "dev_loss"),
             ("dev tool calls exact", "dev_tool_call_exact"),
             ("dev first call exact", "dev_first_call_exact"),
+            ("dev final reply exact", "dev_final_reply_exact"),
         ],
     )
 }

@@ -228,10 +228,13 @@ pub struct DevMetrics {
     /// skill to load, which tool to call) made from the viewer's message and the harness in the
     /// prompt, before any tool result can give the answer away.
     pub first_call_exact: Option<f64>,
+    /// Share of records whose final text reply is reproduced token for token: the answer, after the
+    /// tool results, that states what they returned.
+    pub final_reply_exact: Option<f64>,
 }
 
-/// What teacher forcing says about one view: its loss, and which of its tool-calling turns greedy
-/// decoding would reproduce.
+/// What teacher forcing says about one view: its loss, and which of its tool-calling turns and whether
+/// its final reply greedy decoding would reproduce.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ViewScore {
     /// `Σ -log p(target) × weight` over the view's trained tokens, and the sum of those weights.
@@ -245,6 +248,11 @@ pub struct ViewScore {
     /// The model's argmax at each trained token of that turn (teacher-forced), to show what it says
     /// instead.
     pub first_call_argmax: Vec<u32>,
+    /// Whether the last text reply is reproduced (after the tool results: does the model read them into
+    /// its answer?); `None` for a view without a trained reply.
+    pub final_reply_exact: Option<bool>,
+    /// The model's argmax at each trained token of that reply.
+    pub final_reply_argmax: Vec<u32>,
     /// `log p(token)` of every trained token, in token order (what RL and OPD ratios are made of).
     pub logprobs: Vec<f32>,
     /// The entropy of the model's distribution at each trained token, in the same order.
@@ -289,7 +297,8 @@ pub fn score_views<B: Backend>(
         let prefix = b.prefix.as_ref().map_or(0, |p| p.dims()[1]);
         let row_len = b.ids.dims()[1];
         // Each trained position is (row, token) of the batch: flat index r·T + k predicts token prefix + k + 1.
-        let mut calls: BTreeMap<(usize, usize), (bool, Vec<u32>)> = BTreeMap::new();
+        // The policy's turns, keyed (row, segment): whether every token is the argmax, and the argmax.
+        let mut turns: BTreeMap<(usize, usize), (SegmentKind, bool, Vec<u32>)> = BTreeMap::new();
         for (j, pos) in positions.iter().enumerate() {
             let (row, k) = (*pos as usize / row_len, *pos as usize % row_len);
             let score = &mut scores[rows[row]];
@@ -306,21 +315,30 @@ pub fn score_views<B: Backend>(
             else {
                 continue;
             };
-            if view.segments[seg].kind == SegmentKind::ToolCall {
-                let (hit, said) = calls.entry((row, seg)).or_insert((true, Vec::new()));
-                *hit &= argmax[j] == targets[j];
-                said.push(argmax[j] as u32);
-            }
+            let kind = view.segments[seg].kind;
+            let (_, hit, said) = turns.entry((row, seg)).or_insert((kind, true, Vec::new()));
+            *hit &= argmax[j] == targets[j];
+            said.push(argmax[j] as u32);
         }
-        // Keys are ordered (row, segment): a row's first entry is its first tool-calling turn.
-        for ((row, _), (hit, said)) in calls {
+        // Ordered by (row, segment): a row's first tool-calling entry is its opening call, its last
+        // reply entry its final reply.
+        for ((row, _), (kind, hit, said)) in turns {
             let score = &mut scores[rows[row]];
-            if score.first_call_exact.is_none() {
-                score.first_call_exact = Some(hit);
-                score.first_call_argmax = said;
+            match kind {
+                SegmentKind::ToolCall => {
+                    if score.first_call_exact.is_none() {
+                        score.first_call_exact = Some(hit);
+                        score.first_call_argmax = said;
+                    }
+                    score.calls += 1;
+                    score.calls_exact += usize::from(hit);
+                }
+                SegmentKind::Reply => {
+                    score.final_reply_exact = Some(hit);
+                    score.final_reply_argmax = said;
+                }
+                SegmentKind::Context => {}
             }
-            score.calls += 1;
-            score.calls_exact += usize::from(hit);
         }
     }
     Ok(scores)
@@ -338,14 +356,18 @@ pub fn dev_metrics<B: Backend>(
     let sum = |f: &dyn Fn(&ViewScore) -> f64| scores.iter().map(f).sum::<f64>();
     let (nll, trained) = (sum(&|s| s.nll), sum(&|s| s.trained));
     let rate = |hits: f64, n: f64| (n > 0.0).then(|| hits / n);
-    let firsts: Vec<bool> = scores.iter().filter_map(|s| s.first_call_exact).collect();
+    let share = |hit: fn(&ViewScore) -> Option<bool>| {
+        let hits: Vec<bool> = scores.iter().filter_map(hit).collect();
+        rate(
+            hits.iter().filter(|&&h| h).count() as f64,
+            hits.len() as f64,
+        )
+    };
     Ok((trained > 0.0).then(|| DevMetrics {
         loss: nll / trained,
         tool_call_exact: rate(sum(&|s| s.calls_exact as f64), sum(&|s| s.calls as f64)),
-        first_call_exact: rate(
-            firsts.iter().filter(|&&h| h).count() as f64,
-            firsts.len() as f64,
-        ),
+        first_call_exact: share(|s| s.first_call_exact),
+        final_reply_exact: share(|s| s.final_reply_exact),
     }))
 }
 
@@ -547,14 +569,15 @@ pub fn train<B: AutodiffBackend>(
                 cfg.batch_tokens,
                 device,
             )?;
-            let (dev_loss, exact, first) = (
+            let (dev_loss, exact, first, reply) = (
                 dev.map(|d| d.loss),
                 dev.and_then(|d| d.tool_call_exact),
                 dev.and_then(|d| d.first_call_exact),
+                dev.and_then(|d| d.final_reply_exact),
             );
             log.write(
                 &json!({"step": state.step, "dev_loss": dev_loss, "dev_tool_call_exact": exact,
-                        "dev_first_call_exact": first}),
+                        "dev_first_call_exact": first, "dev_final_reply_exact": reply}),
             )?;
             pb.suspend(|| {
                 eprintln!(
