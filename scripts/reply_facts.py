@@ -25,7 +25,7 @@ for block in json.load(open(summary)):
         said, want = d.get('reply_said'), teacher.get(d['id'])
         if said is None or want is None or not numbers(want):
             continue
-        said = said.split('</think>')[-1].replace('<im_end>', '').strip()
+        said = said.split('</think>')[-1].replace('<|im_end|>', '').strip()
         row = by[d['intent']]
         row[0] += 1
         row[1] += numbers(said) == numbers(want)
