@@ -7,6 +7,7 @@ use burn::backend::{Autodiff, NdArray};
 use burn::module::Param;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
+use hat::model::config::LayerType;
 use hat::model::io::checkpoint::{save, ExpertLayout, SaveOptions};
 use hat::model::io::weights::{to_hf, HfLayout, HfVisitor};
 use hat::model::{causal_lm_loss, ids_tensor, shifted_cross_entropy, CausalLm, ModelConfig};
@@ -450,14 +451,27 @@ fn preset_parameter_counts() {
         );
     }
     // The analytic count equals the instantiated model (incl. MTP) for the presets we train.
-    let cfg = preset("tiny", None).unwrap();
-    let m = CausalLm::<B>::init(&cfg, 0, &Default::default()).unwrap();
-    let n: u64 = hat::model::io::checkpoint::hf_tensors(&m)
-        .iter()
-        .map(|(_, s, _)| s.iter().product::<usize>() as u64)
-        .sum();
-    let c = param_counts(&cfg);
-    assert_eq!(n, c.total + c.mtp);
+    for name in ["tiny", "tiny-2attn"] {
+        let cfg = preset(name, None).unwrap();
+        let m = CausalLm::<B>::init(&cfg, 0, &Default::default()).unwrap();
+        let n: u64 = hat::model::io::checkpoint::hf_tensors(&m)
+            .iter()
+            .map(|(_, s, _)| s.iter().product::<usize>() as u64)
+            .sum();
+        let c = param_counts(&cfg);
+        assert_eq!(n, c.total + c.mtp, "{name}");
+    }
+    // `tiny-2attn` is `tiny` with full attention in layers 1 and 3 (0-based) where `tiny` has it in 3
+    // alone: the full-attention layer that replaces a DeltaNet one has 1,016 parameters fewer.
+    let (tiny, two) = (
+        preset("tiny", None).unwrap(),
+        preset("tiny-2attn", None).unwrap(),
+    );
+    assert_eq!(
+        two.layer_types,
+        [LayerType::LinearAttention, LayerType::FullAttention].repeat(2)
+    );
+    assert_eq!(param_counts(&tiny).total - param_counts(&two).total, 1_016);
     let small = param_counts(&preset("small", None).unwrap());
     assert!(
         (80_000_000..130_000_000).contains(&small.total),

@@ -28,7 +28,7 @@ use crate::train::checkpoint;
 use crate::train::data::load_views;
 use crate::train::heap;
 use crate::train::optim::{AdamWConfig, LrSchedulerType};
-use crate::train::trainer::{self, RunDirs, TrainConfig, TrainData};
+use crate::train::trainer::{self, DevMetrics, RunDirs, TrainConfig, TrainData};
 use crate::train::view::{check_tokenizer_fits, SegmentKind, ViewBuilder};
 
 #[derive(Debug, Args)]
@@ -430,22 +430,24 @@ pub fn train<B: AutodiffBackend>(
         a.out.join("train_summary.json"),
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
+    let share = |of: fn(&DevMetrics) -> Option<f64>| {
+        outcome
+            .dev
+            .as_ref()
+            .and_then(of)
+            .map_or("-".into(), |e| format!("{e:.3}"))
+    };
     eprintln!(
-        "teacher-distill train: {} steps{} in {:.0} s, {:.0} tokens/s, last loss {:.4}, dev loss {}, dev tool calls exact {} (opening call {}); checkpoint {}",
+        "teacher-distill train: {} steps{} in {:.0} s, {:.0} tokens/s, last loss {:.4}, dev loss {}, dev tool calls exact {} (opening call {}), final reply exact {}; checkpoint {}",
         outcome.steps,
         if outcome.interrupted { " (stopped early)" } else { "" },
         outcome.train_seconds,
         outcome.tokens_per_second,
         outcome.last_loss.unwrap_or(f64::NAN),
         outcome.dev.map_or("-".into(), |d| format!("{:.4}", d.loss)),
-        outcome
-            .dev
-            .and_then(|d| d.tool_call_exact)
-            .map_or("-".into(), |e| format!("{e:.3}")),
-        outcome
-            .dev
-            .and_then(|d| d.first_call_exact)
-            .map_or("-".into(), |e| format!("{e:.3}")),
+        share(|d| d.tool_call_exact),
+        share(|d| d.first_call_exact),
+        share(|d| d.final_reply_exact),
         outcome.checkpoint.display()
     );
     Ok(())
