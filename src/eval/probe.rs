@@ -113,20 +113,18 @@ pub fn probe<B: Backend>(
             .task
             .as_ref()
             .map_or("unknown".to_string(), |t| t.intent.as_str().to_string());
-        if let Some(hit) = s.first_call_exact {
-            p.opening.add(hit);
-            p.opening_by_intent
-                .entry(intent.clone())
-                .or_default()
-                .add(hit);
-        }
-        if let Some(hit) = s.final_reply_exact {
-            p.reply.add(hit);
-            p.reply_by_intent
-                .entry(intent.clone())
-                .or_default()
-                .add(hit);
-        }
+        count(
+            &mut p.opening,
+            &mut p.opening_by_intent,
+            &intent,
+            s.first_call_exact,
+        );
+        count(
+            &mut p.reply,
+            &mut p.reply_by_intent,
+            &intent,
+            s.final_reply_exact,
+        );
         p.calls.hits += s.calls_exact as u64;
         p.calls.n += s.calls as u64;
         let decode = |argmax: &[u32]| {
@@ -148,6 +146,14 @@ pub fn probe<B: Backend>(
     }
     p.loss = nll / trained.max(f64::MIN_POSITIVE);
     Ok(p)
+}
+
+/// Counts a decided turn (`hit` is `None` for a record without one) overall and under its intent.
+fn count(all: &mut Rate, by_intent: &mut BTreeMap<String, Rate>, intent: &str, hit: Option<bool>) {
+    if let Some(hit) = hit {
+        all.add(hit);
+        by_intent.entry(intent.to_string()).or_default().add(hit);
+    }
 }
 
 /// The paired sign test of B against A on the opening call, over the records both decided:
