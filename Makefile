@@ -168,7 +168,8 @@ distill-eval:
 
 # The copy curriculum (docs/learning-default.md, twelfth and thirteenth sessions): the recipe whose model
 # copies product ids from its prompt and states what the tools returned — effectiveness 0.385 on the 200
-# primary tasks against `make distill`'s 0.290 — at ~1.5× its training time; not yet the default. Stages
+# primary tasks against 0.220 for `make distill`'s recipe on the same data (better in 38 tasks, worse in 3,
+# seed 1) — at ~1.5× its training time; not yet the default. Stages
 # over files in $(CURRICULUM)/, each from the last:
 #  data    copy rows (`hat sim copy-task`: an id, or a queue named by link number or title, to copy into a
 #          call), and the original-harness episodes with the room state as their only prompt, as opening

@@ -1,6 +1,7 @@
 //! Named model shapes and parameter counting: `tiny` (trains on 2 CPU cores in minutes), `tiny-2attn`
-//! (the same size with a second full-attention layer: it learns to copy from its prompt), `small` (~100M total parameters at a 32k vocabulary), and the real Qwen3-30B-A3B and
-//! Qwen3.5-35B-A3B text stacks (shapes only; counts match transformers on the meta device).
+//! (the same size with a second full-attention layer: it learns to copy from its prompt), `small`
+//! (~100M total parameters at a 32k vocabulary), and the real Qwen3-30B-A3B and Qwen3.5-35B-A3B text
+//! stacks (shapes only; counts match transformers on the meta device).
 
 use super::config::{Arch, LayerType, ModelConfig};
 use anyhow::{bail, Result};
