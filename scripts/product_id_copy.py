@@ -1,7 +1,9 @@
 """Does the model copy the product id? From `teacher-distill probe --summary`: for every record whose
 expected opening calls carry a `product_id`, the id the model put in its opening call against the
 teacher's, and the share right per digit, by how the viewer named the product (`link N`, "this one",
-or a title or kind).
+or a title or kind). With evidence quotes (`hat records cat --quote-evidence`), also the id the
+model wrote in its quote (`product_id=p…` in the reasoning) — teacher-forced, the call's id follows the
+teacher's quote, so the quote's id is the one the model had to find.
 
     python3 scripts/product_id_copy.py probe.json teacher.primary.jsonl
 """
@@ -21,6 +23,7 @@ for block in json.load(open(summary)):
     n = right = 0
     digits = [0, 0, 0]
     said_ids = {}
+    quoted = quoting = 0
     by_reference = {}
     for d in block['probe']['decisions']:
         pid, message = expected.get(d['id'].split('#')[0], (None, ''))
@@ -29,6 +32,10 @@ for block in json.load(open(summary)):
         m = re.search(r'"product_id":\s*"(p\d+)', d.get('opening_said') or '')
         said = m.group(1) if m else ''
         said_ids[said] = said_ids.get(said, 0) + 1
+        q = re.search(r'product_id=(p\d+)', d.get('opening_said') or '')
+        if q:
+            quoting += 1
+            quoted += q.group(1) == pid
         n += 1
         right += said == pid
         for i in range(3):
@@ -46,4 +53,5 @@ for block in json.load(open(summary)):
     print(f"{block['model']} {block['set']}: product_id right {right}/{n}; digit 1/2/3 right "
           + ', '.join(f'{x}/{n}' for x in digits)
           + '; by reference ' + ', '.join(f'{k} {v[0]}/{v[1]}' for k, v in by_reference.items())
+          + (f'; quoted id right {quoted}/{n} ({quoting} quoting)' if quoting else '')
           + '; most said ' + ', '.join(f'{k or "(none)"} ×{v}' for k, v in common))

@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod chat;
 pub mod distill;
+pub mod evidence;
 pub mod eval;
 pub mod evolve;
 pub mod fresh_ids;

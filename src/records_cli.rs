@@ -5,6 +5,7 @@ use std::io::Write;
 use anyhow::Result;
 use clap::Subcommand;
 
+use crate::evidence::quote_evidence;
 use crate::fresh_ids::rename_product_ids;
 use crate::jsonl::JsonlArgs;
 use crate::record::Trajectory;
@@ -47,6 +48,12 @@ pub enum RecordsCommand {
         /// the id from the prompt does (`src/fresh_ids.rs`).
         #[arg(long, value_name = "SEED")]
         rename_ids: Option<u64>,
+        /// Before each call whose argument the prompt states as `key=value` (a product id from the
+        /// room state), add reasoning that quotes the prompt's entry for it, from the viewer's words
+        /// to the id (`src/evidence.rs`): the lookup becomes two copies a small model learns.
+        /// Messages that already carry reasoning are kept as they are.
+        #[arg(long)]
+        quote_evidence: bool,
     },
 }
 
@@ -59,6 +66,7 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
             dialogue_only,
             keep_sections,
             rename_ids,
+            quote_evidence: quote,
         } => {
             let mut records = io.records::<Trajectory>()?;
             let mut writer = io.writer()?;
@@ -74,6 +82,7 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
                     Some(r) if *dialogue_only => Some(r.dialogue_only(keep_sections)),
                     other => other,
                 };
+                let record = record.map(|r| if *quote { quote_evidence(r) } else { r });
                 let record = match (record, rename_ids) {
                     (Some(r), Some(seed)) => Some(rename_product_ids(r, *seed)?),
                     (other, _) => other,

@@ -1,0 +1,260 @@
+//! Evidence quotes: reasoning that copies, from the prompt, the entry a call's argument was looked up in.
+//!
+//! A product question names the product by link number, title, kind or "this one"; the call needs its
+//! id, which only the room state in the system prompt gives (`4号链接 果仁坊每日坚果礼盒（product_id=p189）`).
+//! Writing the id straight away is a two-step lookup for a small model — find which words of the
+//! viewer name a product, then find that product's entry and copy the id after it — and a model of
+//! a million parameters learns it slowly (docs/learning-default.md). Quoting the entry first splits
+//! it into two copies, each of the kind an attention layer does in one step: the quote starts with
+//! the viewer's own words, the prompt entry that starts the same way continues the quote, and the call
+//! copies the id from the quote a few tokens back.
+//!
+//! [`quote_evidence`] adds such a quote as the `reasoning_content` of every assistant message whose
+//! call carries an argument the prompt states in the call's own form, `key=value` (the harness's
+//! templates word ids with the argument key, so a renamed key is found too). The quote is the
+//! shortest span of one prompt entry (a line, or an item of a `、`-separated list) that begins with
+//! the longest run of the viewer's words and ends with `key=value` and a closing bracket. When the
+//! viewer's words name nothing in the entry ("这个多少钱"), the quote is the first entry holding the
+//! value, with the heading line above it when it starts a line (the product on screen). Messages that
+//! already carry reasoning are left as they are.
+
+use serde_json::Value;
+
+use crate::record::{Message, Role, Trajectory};
+
+/// `record` with evidence quotes added before its lookups (see the module documentation).
+pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
+    let Some(prompt) = record
+        .messages
+        .first()
+        .filter(|m| matches!(m.role, Role::System | Role::Developer))
+        .map(Message::text_content)
+    else {
+        return record;
+    };
+    for i in 0..record.messages.len() {
+        let message = &record.messages[i];
+        let thought = message
+            .reasoning_content
+            .as_deref()
+            .is_some_and(|r| !r.trim().is_empty());
+        if message.role != Role::Assistant || message.tool_calls.is_empty() || thought {
+            continue;
+        }
+        let viewer: String = record.messages[..i]
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(Message::text_content)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut quotes: Vec<String> = Vec::new();
+        for stated in stated_arguments(message, &prompt) {
+            if let Some(q) = quote(&prompt, &viewer, &stated) {
+                if !quotes.contains(&q) {
+                    quotes.push(q);
+                }
+            }
+        }
+        if !quotes.is_empty() {
+            record.messages[i].reasoning_content = Some(quotes.join("\n"));
+        }
+    }
+    record
+}
+
+/// The `key=value` forms of the message's string arguments (in lists too) that the prompt states and
+/// the viewer did not say.
+fn stated_arguments(message: &Message, prompt: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for call in &message.tool_calls {
+        let Ok(args) = call.function.parsed_arguments() else {
+            continue;
+        };
+        for (key, value) in &args {
+            let values = match value {
+                Value::Array(items) => items.iter().collect(),
+                v => vec![v],
+            };
+            for v in values.into_iter().filter_map(Value::as_str) {
+                let stated = format!("{key}={v}");
+                if !v.is_empty() && prompt.contains(&stated) && !out.contains(&stated) {
+                    out.push(stated);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The quote for `stated` (`key=value`), or `None` when the prompt holds it in no entry.
+fn quote(prompt: &str, viewer: &str, stated: &str) -> Option<String> {
+    // (matched chars, quote chars, quote)
+    let mut best: Option<(usize, usize, String)> = None;
+    let mut first: Option<String> = None;
+    for (line_no, line) in prompt.lines().enumerate() {
+        for entry in line.split('、') {
+            let Some(at) = entry.find(stated) else {
+                continue;
+            };
+            let end = closing(entry, at + stated.len());
+            if first.is_none() {
+                let heading = prompt.lines().nth(line_no.wrapping_sub(1));
+                first = Some(match heading {
+                    Some(h) if line_no > 0 && line.starts_with(entry) && !h.trim().is_empty() => {
+                        format!("{h}\n{}", &entry[..end])
+                    }
+                    _ => entry[..end].to_string(),
+                });
+            }
+            let mut previous = ' ';
+            for (start, c) in entry[..at].char_indices() {
+                // A quote starts a word: not at a space, nor inside a Latin word ("the" + "e cotton").
+                let inside_word = c.is_ascii_alphanumeric() && previous.is_ascii_alphanumeric();
+                previous = c;
+                if c.is_whitespace() || inside_word {
+                    continue;
+                }
+                let matched = viewer_run(&entry[start..at], viewer);
+                let chars = matched.chars().count();
+                if !names_something(matched) {
+                    continue;
+                }
+                let quote = &entry[start..end];
+                let len = quote.chars().count();
+                if best
+                    .as_ref()
+                    .is_none_or(|(m, l, _)| chars > *m || (chars == *m && len < *l))
+                {
+                    best = Some((chars, len, quote.to_string()));
+                }
+            }
+        }
+    }
+    best.map(|(_, _, q)| q).or(first)
+}
+
+/// `pos`, moved past one closing bracket right after it.
+fn closing(entry: &str, pos: usize) -> usize {
+    match entry[pos..].chars().next() {
+        Some(c @ (')' | '）' | ']' | '】')) => pos + c.len_utf8(),
+        _ => pos,
+    }
+}
+
+/// The longest prefix of `text` that occurs in `viewer`.
+fn viewer_run<'a>(text: &'a str, viewer: &str) -> &'a str {
+    let mut best = "";
+    for (i, c) in text.char_indices() {
+        let prefix = &text[..i + c.len_utf8()];
+        if !viewer.contains(prefix) {
+            break;
+        }
+        best = prefix;
+    }
+    best
+}
+
+/// Whether a run of the viewer's words is long enough to name a product rather than share a syllable:
+/// two characters with a CJK one among them, four otherwise (`link 4`, ` pan`).
+fn names_something(run: &str) -> bool {
+    let chars = run.chars().count();
+    let cjk = run.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+    chars >= if cjk { 2 } else { 4 } && run.chars().any(char::is_alphanumeric)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const PROMPT: &str = "# 当前讲解商品 Current product\n云栖乳胶枕（云栖），商品ID product_id=p384，类目 home。\n\n# 直播间状态 Room state\n- 待讲解 Up next: 1号链接 云栖乳胶枕（product_id=p384）、2号链接 棉语纯棉圆领T恤（product_id=p179）、3号链接 果仁坊每日坚果礼盒（product_id=p189）";
+
+    fn record(prompt: &str, viewer: &str, name: &str, args: Value) -> Trajectory {
+        serde_json::from_value(json!({
+            "id": "r1",
+            "messages": [
+                {"role": "system", "content": prompt},
+                {"role": "user", "content": viewer},
+                {"role": "assistant", "tool_calls": [
+                    {"id": "c0", "type": "function", "function": {"name": "load_skill", "arguments": "{\"name\":\"product-qa\"}"}},
+                    {"id": "c1", "type": "function", "function": {"name": name, "arguments": args.to_string()}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "{\"price\": 169}"},
+                {"role": "assistant", "content": "标价¥169"},
+            ],
+        }))
+        .unwrap()
+    }
+
+    fn reasoning(viewer: &str) -> Option<String> {
+        let r = record(PROMPT, viewer, "get_product_detail", json!({"product_id": "p189"}));
+        quote_evidence(r).messages[2].reasoning_content.clone()
+    }
+
+    #[test]
+    fn the_quote_starts_with_the_viewers_words_and_ends_with_the_id() {
+        assert_eq!(
+            reasoning("momo：3号链接多少钱").as_deref(),
+            Some("3号链接 果仁坊每日坚果礼盒（product_id=p189）")
+        );
+        assert_eq!(
+            reasoning("momo：宝子们，果仁坊每日坚果礼盒贵不贵").as_deref(),
+            Some("果仁坊每日坚果礼盒（product_id=p189）")
+        );
+        // Named by kind, a tail of the title.
+        assert_eq!(
+            reasoning("momo：坚果礼盒多少钱").as_deref(),
+            Some("坚果礼盒（product_id=p189）")
+        );
+        // In English a quote starts a word: "the nuts gift box" must not start at "e nuts".
+        let en = "# Room state\n- Up next: link 1 Pure nuts gift box (product_id=p189)、link 2 Acme pan (product_id=p007)";
+        let r = record(en, "Amy: price of the nuts gift box?", "get_product_detail", json!({"product_id": "p189"}));
+        assert_eq!(
+            quote_evidence(r).messages[2].reasoning_content.as_deref(),
+            Some("nuts gift box (product_id=p189)")
+        );
+    }
+
+    #[test]
+    fn the_product_on_screen_is_quoted_with_its_heading() {
+        let r = record(PROMPT, "老李：这个多少钱", "get_product_detail", json!({"product_id": "p384"}));
+        assert_eq!(
+            quote_evidence(r).messages[2].reasoning_content.as_deref(),
+            Some("# 当前讲解商品 Current product\n云栖乳胶枕（云栖），商品ID product_id=p384")
+        );
+        // Named by title, the shortest entry that starts with it wins: the queue's.
+        let r = record(PROMPT, "老李：云栖乳胶枕多少钱", "get_product_detail", json!({"product_id": "p384"}));
+        assert_eq!(
+            quote_evidence(r).messages[2].reasoning_content.as_deref(),
+            Some("云栖乳胶枕（product_id=p384）")
+        );
+    }
+
+    #[test]
+    fn only_arguments_the_prompt_states_in_the_calls_form_are_quoted() {
+        // A renamed argument key is found in the prompt as the harness words it.
+        let renamed = PROMPT.replace("product_id=", "item_ref=");
+        let r = record(&renamed, "3号链接有货吗", "stock_lookup", json!({"item_ref": "p189"}));
+        assert_eq!(
+            quote_evidence(r).messages[2].reasoning_content.as_deref(),
+            Some("3号链接 果仁坊每日坚果礼盒（item_ref=p189）")
+        );
+        // The viewer's own order id, and an id the prompt does not give: nothing to quote.
+        for args in [json!({"order_id": "A123"}), json!({"product_id": "p999"})] {
+            let r = record(PROMPT, "订单A123到哪了", "get_order_status", args);
+            let quoted = quote_evidence(r.clone());
+            assert_eq!(quoted.messages, r.messages);
+        }
+    }
+
+    #[test]
+    fn reasoning_a_teacher_wrote_is_kept_and_the_reply_gets_none() {
+        let mut r = record(PROMPT, "3号链接多少钱", "get_product_detail", json!({"product_id": "p189"}));
+        r.messages[2].reasoning_content = Some("看3号链接".into());
+        let quoted = quote_evidence(r.clone());
+        assert_eq!(quoted.messages, r.messages);
+        r.messages[2].reasoning_content = None;
+        let quoted = quote_evidence(r);
+        assert!(quoted.messages[2].reasoning_content.is_some());
+        assert_eq!(quoted.messages[4].reasoning_content, None);
+    }
+}
