@@ -104,7 +104,10 @@ CATALOG := --products $(DISTILL_PRODUCTS)
 # One recipe for the embedded default, both arms of `make compare` and `make curriculum` (RECORDS and
 # SFT_INIT vary).
 SFT_INIT = $(if $(filter 0,$(DISTILL_BASE_STEPS)),tiny,$(DISTILL)/base/checkpoint-$(shell printf %06d $(DISTILL_BASE_STEPS)))
-SFT_ARGS = --dev-records $(DISTILL)/teacher.primary.jsonl --tokenizer $(DISTILL)/tokenizer \
+# PROBE_RECORDS: the directory of the teacher-forced probe sets (teacher.{primary,heldout,phrasings}.jsonl)
+# that the SFT's dev metrics and distill-eval read; the curriculum writes its own, with evidence quotes.
+PROBE_RECORDS = $(DISTILL)
+SFT_ARGS = --dev-records $(PROBE_RECORDS)/teacher.primary.jsonl --tokenizer $(DISTILL)/tokenizer \
 	--max-steps $(DISTILL_STEPS) --learning-rate $(DISTILL_LR) --lr-scheduler-type $(DISTILL_LR_SCHEDULER) --batch-tokens $(DISTILL_BATCH_TOKENS) \
 	--gradient-accumulation-steps $(DISTILL_ACCUM) --eval-steps 100 --save-steps 100 --seed $(SEED) \
 	--model-init $(SFT_INIT)
@@ -160,8 +163,8 @@ EVAL_DIR ?= $(DISTILL)
 EVAL_NAME ?= tiny
 distill-eval:
 	$(TD) probe --model $(EVAL_NAME)=$(or $(MODEL_DIR),$(call newest,$(DISTILL)/model)) \
-		--records primary=$(DISTILL)/teacher.primary.jsonl --records heldout=$(DISTILL)/teacher.heldout.jsonl \
-		--records phrasings=$(DISTILL)/teacher.phrasings.jsonl --summary $(EVAL_DIR)/probe.json | tee $(EVAL_DIR)/probe.md
+		--records primary=$(PROBE_RECORDS)/teacher.primary.jsonl --records heldout=$(PROBE_RECORDS)/teacher.heldout.jsonl \
+		--records phrasings=$(PROBE_RECORDS)/teacher.phrasings.jsonl --summary $(EVAL_DIR)/probe.json | tee $(EVAL_DIR)/probe.md
 	$(TD) eval --model $(EVAL_NAME)=$(or $(MODEL_DIR),$(call newest,$(DISTILL)/model)) --set original=$(HARNESS) \
 		--tasks $(DISTILL)/tasks.primary.jsonl --n $(DISTILL_ROLLOUTS) --seed $(SEED) $(CATALOG) \
 		--episodes $(EVAL_DIR)/eval.jsonl --summary $(EVAL_DIR)/eval.json | tee $(EVAL_DIR)/eval.md
@@ -188,17 +191,24 @@ REPLY_STEPS ?= 600
 STAGE_TRAIN = $(TD) train --learning-rate 1e-3 --lr-scheduler-type constant_with_warmup --warmup-steps 20 --seed $(SEED) \
 	--eval-steps 0 --overwrite-output-dir --tokenizer $(DISTILL)/tokenizer --batch-tokens 4096
 ROOM_ONLY := --dialogue-only --keep-sections 'Room state|Current product'
+# QUOTE_EVIDENCE=1: every row's lookup call is preceded by reasoning that quotes the room-state entry from the
+# viewer's words to the id (`hat records cat --quote-evidence`, src/evidence.rs), in training and probe rows.
+QUOTE_EVIDENCE ?= 1
+EVIDENCE := $(if $(filter 1,$(QUOTE_EVIDENCE)),--quote-evidence)
 checkpoint = $(1)/checkpoint-$(shell printf %06d $(2))
 
 curriculum: SFT_INIT = $(call checkpoint,$(CURRICULUM)/reply,$(REPLY_STEPS))
+curriculum: PROBE_RECORDS = $(CURRICULUM)
 curriculum: build distill-data
 	@mkdir -p $(CURRICULUM)
-	$(HAT) sim copy-task --n 20000 --kinds current --seed $(SEED) $(CATALOG) -o $(CURRICULUM)/copy.current.jsonl
-	$(HAT) sim copy-task --n 30000 --seed $$(($(SEED) + 1)) $(CATALOG) -o $(CURRICULUM)/copy.jsonl
-	$(HAT) records cat --first-turn $(ROOM_ONLY) --rename-ids $(SEED) -i $(DISTILL)/teacher.original.jsonl -o $(CURRICULUM)/room.jsonl
-	$(HAT) records cat $(ROOM_ONLY) --rename-ids $$(($(SEED) + 1)) -i $(DISTILL)/teacher.original.jsonl -o $(CURRICULUM)/dialog.jsonl
+	$(HAT) sim copy-task --n 20000 --kinds current --seed $(SEED) $(CATALOG) | $(HAT) records cat $(EVIDENCE) -o $(CURRICULUM)/copy.current.jsonl
+	$(HAT) sim copy-task --n 30000 --seed $$(($(SEED) + 1)) $(CATALOG) | $(HAT) records cat $(EVIDENCE) -o $(CURRICULUM)/copy.jsonl
+	$(HAT) records cat $(EVIDENCE) --first-turn $(ROOM_ONLY) --rename-ids $(SEED) -i $(DISTILL)/teacher.original.jsonl -o $(CURRICULUM)/room.jsonl
+	$(HAT) records cat $(EVIDENCE) $(ROOM_ONLY) --rename-ids $$(($(SEED) + 1)) -i $(DISTILL)/teacher.original.jsonl -o $(CURRICULUM)/dialog.jsonl
 	for f in teacher.full teacher.first; do \
-		$(HAT) records cat --rename-ids $(SEED) -i $(DISTILL)/$$f.jsonl -o $(CURRICULUM)/$$f.renamed.jsonl; done
+		$(HAT) records cat $(EVIDENCE) --rename-ids $(SEED) -i $(DISTILL)/$$f.jsonl -o $(CURRICULUM)/$$f.renamed.jsonl; done
+	for s in primary heldout phrasings; do \
+		$(HAT) records cat $(EVIDENCE) -i $(DISTILL)/teacher.$$s.jsonl -o $(CURRICULUM)/teacher.$$s.jsonl; done
 	cat $(CURRICULUM)/copy.jsonl $(CURRICULUM)/room.jsonl > $(CURRICULUM)/lookup.jsonl
 	cat $(CURRICULUM)/lookup.jsonl $(CURRICULUM)/dialog.jsonl > $(CURRICULUM)/reply.jsonl
 	cat $(CURRICULUM)/teacher.full.renamed.jsonl $(CURRICULUM)/teacher.first.renamed.jsonl $(CURRICULUM)/reply.jsonl \
@@ -211,7 +221,7 @@ curriculum: build distill-data
 		--max-steps $(REPLY_STEPS) --save-steps $(REPLY_STEPS) --out $(CURRICULUM)/reply
 	$(TD) train --records $(CURRICULUM)/sft.jsonl $(SFT_ARGS) --out $(CURRICULUM)/model --overwrite-output-dir
 	$(MAKE) distill-eval MODEL_DIR=$(call newest,$(CURRICULUM)/model) EVAL_DIR=$(CURRICULUM) \
-		EVAL_NAME=$(CURRICULUM_PRESET)
+		EVAL_NAME=$(CURRICULUM_PRESET) PROBE_RECORDS=$(CURRICULUM)
 
 # The paper's core claim at toy scale: with equal compute (the same recipe, steps, batch and seed),
 # (a) fixed-harness SFT on episodes played under the original harness only against (b) HSA-SFT (the distill
