@@ -3,7 +3,8 @@ expected opening calls carry a `product_id`, the id the model put in its opening
 teacher's, and the share right per digit, by how the viewer named the product (`link N`, "this one",
 or a title or kind). With evidence quotes (`hat records cat --quote-evidence`), also the id the
 model wrote in its quote (`product_id=p…` in the reasoning) — teacher-forced, the call's id follows the
-teacher's quote, so the quote's id is the one the model had to find.
+teacher's quote, so the quote's id is the one the model had to find. With `--free-running` probes,
+also the id of the opening message the model wrote itself.
 
     python3 scripts/product_id_copy.py probe.json teacher.primary.jsonl
 """
@@ -49,9 +50,19 @@ for block in json.load(open(summary)):
         b = by_reference.setdefault(ref, [0, 0])
         b[0] += said == pid
         b[1] += 1
+    free = (block['probe'].get('free') or {}).get('decisions') or []
+    free_right = free_n = 0
+    for d in free:
+        pid, _ = expected.get(d['id'].split('#')[0], (None, ''))
+        if not pid:
+            continue
+        m = re.search(r'"product_id":\s*"(p\d+)', d['said'])
+        free_n += 1
+        free_right += bool(m and m.group(1) == pid)
     common = sorted(said_ids.items(), key=lambda kv: -kv[1])[:3]
     print(f"{block['model']} {block['set']}: product_id right {right}/{n}; digit 1/2/3 right "
           + ', '.join(f'{x}/{n}' for x in digits)
           + '; by reference ' + ', '.join(f'{k} {v[0]}/{v[1]}' for k, v in by_reference.items())
           + (f'; quoted id right {quoted}/{n} ({quoting} quoting)' if quoting else '')
+          + (f'; free-running id right {free_right}/{free_n}' if free_n else '')
           + '; most said ' + ', '.join(f'{k or "(none)"} ×{v}' for k, v in common))

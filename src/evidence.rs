@@ -186,7 +186,12 @@ mod tests {
     }
 
     fn reasoning(viewer: &str) -> Option<String> {
-        let r = record(PROMPT, viewer, "get_product_detail", json!({"product_id": "p189"}));
+        let r = record(
+            PROMPT,
+            viewer,
+            "get_product_detail",
+            json!({"product_id": "p189"}),
+        );
         quote_evidence(r).messages[2].reasoning_content.clone()
     }
 
@@ -207,7 +212,12 @@ mod tests {
         );
         // In English a quote starts a word: "the nuts gift box" must not start at "e nuts".
         let en = "# Room state\n- Up next: link 1 Pure nuts gift box (product_id=p189)、link 2 Acme pan (product_id=p007)";
-        let r = record(en, "Amy: price of the nuts gift box?", "get_product_detail", json!({"product_id": "p189"}));
+        let r = record(
+            en,
+            "Amy: price of the nuts gift box?",
+            "get_product_detail",
+            json!({"product_id": "p189"}),
+        );
         assert_eq!(
             quote_evidence(r).messages[2].reasoning_content.as_deref(),
             Some("nuts gift box (product_id=p189)")
@@ -216,13 +226,23 @@ mod tests {
 
     #[test]
     fn the_product_on_screen_is_quoted_with_its_heading() {
-        let r = record(PROMPT, "老李：这个多少钱", "get_product_detail", json!({"product_id": "p384"}));
+        let r = record(
+            PROMPT,
+            "老李：这个多少钱",
+            "get_product_detail",
+            json!({"product_id": "p384"}),
+        );
         assert_eq!(
             quote_evidence(r).messages[2].reasoning_content.as_deref(),
             Some("# 当前讲解商品 Current product\n云栖乳胶枕（云栖），商品ID product_id=p384")
         );
         // Named by title, the shortest entry that starts with it wins: the queue's.
-        let r = record(PROMPT, "老李：云栖乳胶枕多少钱", "get_product_detail", json!({"product_id": "p384"}));
+        let r = record(
+            PROMPT,
+            "老李：云栖乳胶枕多少钱",
+            "get_product_detail",
+            json!({"product_id": "p384"}),
+        );
         assert_eq!(
             quote_evidence(r).messages[2].reasoning_content.as_deref(),
             Some("云栖乳胶枕（product_id=p384）")
@@ -233,7 +253,12 @@ mod tests {
     fn only_arguments_the_prompt_states_in_the_calls_form_are_quoted() {
         // A renamed argument key is found in the prompt as the harness words it.
         let renamed = PROMPT.replace("product_id=", "item_ref=");
-        let r = record(&renamed, "3号链接有货吗", "stock_lookup", json!({"item_ref": "p189"}));
+        let r = record(
+            &renamed,
+            "3号链接有货吗",
+            "stock_lookup",
+            json!({"item_ref": "p189"}),
+        );
         assert_eq!(
             quote_evidence(r).messages[2].reasoning_content.as_deref(),
             Some("3号链接 果仁坊每日坚果礼盒（item_ref=p189）")
@@ -248,7 +273,12 @@ mod tests {
 
     #[test]
     fn reasoning_a_teacher_wrote_is_kept_and_the_reply_gets_none() {
-        let mut r = record(PROMPT, "3号链接多少钱", "get_product_detail", json!({"product_id": "p189"}));
+        let mut r = record(
+            PROMPT,
+            "3号链接多少钱",
+            "get_product_detail",
+            json!({"product_id": "p189"}),
+        );
         r.messages[2].reasoning_content = Some("看3号链接".into());
         let quoted = quote_evidence(r.clone());
         assert_eq!(quoted.messages, r.messages);

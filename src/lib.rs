@@ -6,8 +6,8 @@
 pub mod agent;
 pub mod chat;
 pub mod distill;
-pub mod evidence;
 pub mod eval;
+pub mod evidence;
 pub mod evolve;
 pub mod fresh_ids;
 pub mod fuzz;

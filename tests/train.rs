@@ -7,6 +7,8 @@ use burn::backend::{Autodiff, NdArray};
 use burn::module::{Module, Param};
 use burn::prelude::*;
 use burn::tensor::TensorData;
+use hat::eval::free_opening::free_openings;
+use hat::model::generation::generate::TextGenerator;
 use hat::model::{presets, CausalLm};
 use hat::record::Trajectory;
 use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
@@ -890,6 +892,32 @@ fn training_memorises_the_input_dependent_calls_of_a_small_set() {
     assert_eq!(dev.tool_call_exact, Some(1.0), "{dev:?}");
     assert_eq!(dev.first_call_exact, Some(1.0), "{dev:?}");
     assert_eq!(dev.final_reply_exact, Some(1.0), "{dev:?}");
+
+    // Written by the model itself from the prompt alone, the opening message carries each record's
+    // own product id (`teacher-distill probe --free-running`).
+    let generator =
+        TextGenerator::<NdArray<f32>>::load(&o.checkpoint, &Default::default()).unwrap();
+    let records: Vec<Trajectory> = (0..8).map(asking).collect();
+    let free = free_openings(&generator, &records, 64).unwrap();
+    assert_eq!(
+        (free.calls.hits, free.calls.n),
+        (8, 8),
+        "{:#?}",
+        free.decisions
+    );
+    // The same model against records that call for another product: every call is counted wrong.
+    let mut shifted = records.clone();
+    for (r, i) in shifted.iter_mut().zip(1..) {
+        r.messages[2].tool_calls[0].function.arguments =
+            format!("{{\"product_id\": \"p{}\"}}", i % 8);
+    }
+    let free = free_openings(&generator, &shifted, 64).unwrap();
+    assert_eq!(
+        (free.calls.hits, free.tools.hits),
+        (0, 8),
+        "{:#?}",
+        free.decisions
+    );
 }
 
 #[test]

@@ -510,12 +510,22 @@ pub struct ProbeArgs {
     /// Write the per-record decisions and summaries here as JSON.
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
+    /// Also let the model write each opening message itself (greedy, from the prompt alone) and
+    /// compare its calls with the teacher's: the measure that still says whether the model finds the
+    /// product when the teacher's reasoning quotes it (teacher-forced, the quote hands over the id).
+    #[arg(long)]
+    pub free_running: bool,
+    /// With --free-running: the longest opening message, in tokens.
+    #[arg(long, default_value_t = 160, requires = "free_running")]
+    pub max_tokens: usize,
 }
 
 /// Runs `probe`: teacher-forced opening-call and tool-call exact match per (model, record set), by
 /// intent, with the paired sign test of every later model against the first; markdown on stdout.
 pub fn probe(a: &ProbeArgs) -> Result<i32> {
+    use crate::eval::free_opening::{free_openings, paired as free_paired};
     use crate::eval::probe::{markdown, paired, probe};
+    use crate::model::generation::generate::TextGenerator;
     let device = Default::default();
     let mut sets = Vec::new();
     for r in &a.records {
@@ -527,7 +537,7 @@ pub fn probe(a: &ProbeArgs) -> Result<i32> {
     for m in &a.models {
         let (name, dir) = split_pair(m, "--model")?;
         let dir = std::path::Path::new(dir);
-        let model = CausalLm::<burn::backend::NdArray<f32>>::load(dir, &device)
+        let generator = TextGenerator::<burn::backend::NdArray<f32>>::load(dir, &device)
             .with_context(|| format!("loading {}", dir.display()))?;
         let builder = ViewBuilder::from_dir(dir)?;
         let pad = builder
@@ -535,12 +545,27 @@ pub fn probe(a: &ProbeArgs) -> Result<i32> {
             .token_to_id("<|endoftext|>")
             .unwrap_or(builder.end_of_turn());
         for (set, records) in &sets {
-            let p = probe(&model, &builder, records, pad, a.batch_tokens, &device)?;
+            let mut p = probe(
+                &generator.model,
+                &builder,
+                records,
+                pad,
+                a.batch_tokens,
+                &device,
+            )?;
             eprintln!(
                 "teacher-distill probe: {name} on {set}: opening call {}, skipped {}",
                 p.opening.display(),
                 p.skipped
             );
+            if a.free_running {
+                let free = free_openings(&generator, records, a.max_tokens)?;
+                eprintln!(
+                    "teacher-distill probe: {name} on {set}: free-running opening calls right {}",
+                    free.calls.display()
+                );
+                p.free = Some(free);
+            }
             rows.push((name.to_string(), set.clone(), p));
         }
     }
@@ -559,6 +584,13 @@ pub fn probe(a: &ProbeArgs) -> Result<i32> {
                 "\npaired sign test on {set}, opening call: {model} right where {} is wrong {b_only}, the reverse {a_only}, p = {pv:.2e}",
                 baseline.unwrap_or_default()
             );
+            if let (Some(a), Some(b)) = (&base.free, &p.free) {
+                let (b_only, a_only, pv) = free_paired(a, b);
+                println!(
+                    "paired sign test on {set}, free-running opening calls: {model} right where {} is wrong {b_only}, the reverse {a_only}, p = {pv:.2e}",
+                    baseline.unwrap_or_default()
+                );
+            }
         }
     }
     if let Some(path) = &a.summary {

@@ -10,6 +10,7 @@
 //! * [`report`]: the stage-by-stage report of `make reproduce` (`hat report`), plotted by [`bars`].
 
 pub mod bars;
+pub mod free_opening;
 pub mod probe;
 pub mod report;
 pub mod rollout;

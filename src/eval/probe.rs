@@ -17,6 +17,7 @@ use anyhow::Result;
 use burn::prelude::*;
 use serde::Serialize;
 
+use super::free_opening::FreeOpening;
 use crate::judge::stats::{paired_sign_test, wilson};
 use crate::model::CausalLm;
 use crate::record::Trajectory;
@@ -31,7 +32,7 @@ pub struct Rate {
 }
 
 impl Rate {
-    fn add(&mut self, hit: bool) {
+    pub(crate) fn add(&mut self, hit: bool) {
         self.hits += u64::from(hit);
         self.n += 1;
     }
@@ -79,6 +80,8 @@ pub struct Probe {
     pub reply: Rate,
     pub reply_by_intent: BTreeMap<String, Rate>,
     pub decisions: Vec<Decision>,
+    /// The opening message written by the model itself (`teacher-distill probe --free-running`).
+    pub free: Option<FreeOpening>,
 }
 
 /// Scores `records` teacher-forced with `model` (views built with `builder`, the model's own
@@ -209,6 +212,23 @@ pub fn markdown(rows: &[(String, String, Probe)]) -> String {
         |p| &p.reply_by_intent,
         |d| d.reply_said.as_deref(),
     );
+    if rows.iter().any(|(_, _, p)| p.free.is_some()) {
+        s.push_str("\nopening message written by the model itself (greedy, nothing from the teacher), against the teacher's calls:\n\n| model | record set | intent | calls right (tools and arguments) | tool names right |\n|---|---|---|---|---|\n");
+        for (model, set, p) in rows {
+            let Some(f) = &p.free else { continue };
+            s.push_str(&format!(
+                "| {model} | {set} | all | {} | {} |\n",
+                f.calls.display(),
+                f.tools.display()
+            ));
+            for (intent, r) in &f.calls_by_intent {
+                s.push_str(&format!(
+                    "| {model} | {set} | {intent} | {} | |\n",
+                    r.display()
+                ));
+            }
+        }
+    }
     s
 }
 
