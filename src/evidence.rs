@@ -9,7 +9,13 @@
 //! the viewer's own words, the prompt entry that starts the same way continues the quote, and the call
 //! copies the id from the quote a few tokens back.
 //!
-//! [`quote_evidence`] adds such a quote as the `reasoning_content` of every assistant message whose
+//! The quote alone moves the viewer's words away from the decision that follows it: a model trained on
+//! quotes alone found the product twice as often but chose the skill and tool worse (it answered "3号链接
+//! 还有货吗" with the product-detail tool; docs/learning-default.md, fourteenth session). So the
+//! reasoning then restates the asking viewer's lines, and the call is chosen right after the words that
+//! say what is asked.
+//!
+//! [`quote_evidence`] adds the quote and the restated lines as the `reasoning_content` of every assistant message whose
 //! call carries an argument the prompt states in the call's own form, `key=value` (the harness's
 //! templates word ids with the argument key, so a renamed key is found too). The quote is the
 //! shortest span of one prompt entry (a line, or an item of a `、`-separated list) that begins with
@@ -32,6 +38,12 @@ pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
     else {
         return record;
     };
+    // The viewer's lines are those before the turn; later user messages are hook feedback.
+    let turn_start = record
+        .meta
+        .get("turn_start")
+        .and_then(serde_json::Value::as_u64)
+        .map(|t| t as usize);
     for i in 0..record.messages.len() {
         let message = &record.messages[i];
         let thought = message
@@ -41,12 +53,13 @@ pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
         if message.role != Role::Assistant || message.tool_calls.is_empty() || thought {
             continue;
         }
-        let viewer: String = record.messages[..i]
+        let before = turn_start.unwrap_or(i).min(i);
+        let lines: Vec<String> = record.messages[..before]
             .iter()
             .filter(|m| m.role == Role::User)
             .map(Message::text_content)
-            .collect::<Vec<_>>()
-            .join("\n");
+            .collect();
+        let viewer = lines.join("\n");
         let mut quotes: Vec<String> = Vec::new();
         for stated in stated_arguments(message, &prompt) {
             if let Some(q) = quote(&prompt, &viewer, &stated) {
@@ -56,6 +69,7 @@ pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
             }
         }
         if !quotes.is_empty() {
+            quotes.extend(asking_viewer(&lines));
             record.messages[i].reasoning_content = Some(quotes.join("\n"));
         }
     }
@@ -133,6 +147,27 @@ fn quote(prompt: &str, viewer: &str, stated: &str) -> Option<String> {
     best.map(|(_, _, q)| q).or(first)
 }
 
+/// The lines of the viewer who spoke last (`小王：…`, `Amy: …`), in order: the question and, after a
+/// clarifying exchange, the answer that names the product.
+fn asking_viewer(lines: &[String]) -> Vec<String> {
+    let speaker = |line: &str| {
+        line.split_once(['：', ':'])
+            .map(|(name, _)| name.to_string())
+            .filter(|name| name.chars().count() <= 16)
+    };
+    let Some(last) = lines.last() else {
+        return Vec::new();
+    };
+    match speaker(last) {
+        Some(who) => lines
+            .iter()
+            .filter(|l| speaker(l).as_ref() == Some(&who))
+            .cloned()
+            .collect(),
+        None => vec![last.clone()],
+    }
+}
+
 /// `pos`, moved past one closing bracket right after it.
 fn closing(entry: &str, pos: usize) -> usize {
     match entry[pos..].chars().next() {
@@ -199,16 +234,16 @@ mod tests {
     fn the_quote_starts_with_the_viewers_words_and_ends_with_the_id() {
         assert_eq!(
             reasoning("momo：3号链接多少钱").as_deref(),
-            Some("3号链接 果仁坊每日坚果礼盒（product_id=p189）")
+            Some("3号链接 果仁坊每日坚果礼盒（product_id=p189）\nmomo：3号链接多少钱")
         );
         assert_eq!(
             reasoning("momo：宝子们，果仁坊每日坚果礼盒贵不贵").as_deref(),
-            Some("果仁坊每日坚果礼盒（product_id=p189）")
+            Some("果仁坊每日坚果礼盒（product_id=p189）\nmomo：宝子们，果仁坊每日坚果礼盒贵不贵")
         );
         // Named by kind, a tail of the title.
         assert_eq!(
             reasoning("momo：坚果礼盒多少钱").as_deref(),
-            Some("坚果礼盒（product_id=p189）")
+            Some("坚果礼盒（product_id=p189）\nmomo：坚果礼盒多少钱")
         );
         // In English a quote starts a word: "the nuts gift box" must not start at "e nuts".
         let en = "# Room state\n- Up next: link 1 Pure nuts gift box (product_id=p189)、link 2 Acme pan (product_id=p007)";
@@ -220,7 +255,7 @@ mod tests {
         );
         assert_eq!(
             quote_evidence(r).messages[2].reasoning_content.as_deref(),
-            Some("nuts gift box (product_id=p189)")
+            Some("nuts gift box (product_id=p189)\nAmy: price of the nuts gift box?")
         );
     }
 
@@ -234,7 +269,7 @@ mod tests {
         );
         assert_eq!(
             quote_evidence(r).messages[2].reasoning_content.as_deref(),
-            Some("# 当前讲解商品 Current product\n云栖乳胶枕（云栖），商品ID product_id=p384")
+            Some("# 当前讲解商品 Current product\n云栖乳胶枕（云栖），商品ID product_id=p384\n老李：这个多少钱")
         );
         // Named by title, the shortest entry that starts with it wins: the queue's.
         let r = record(
@@ -245,7 +280,7 @@ mod tests {
         );
         assert_eq!(
             quote_evidence(r).messages[2].reasoning_content.as_deref(),
-            Some("云栖乳胶枕（product_id=p384）")
+            Some("云栖乳胶枕（product_id=p384）\n老李：云栖乳胶枕多少钱")
         );
     }
 
@@ -261,7 +296,7 @@ mod tests {
         );
         assert_eq!(
             quote_evidence(r).messages[2].reasoning_content.as_deref(),
-            Some("3号链接 果仁坊每日坚果礼盒（item_ref=p189）")
+            Some("3号链接 果仁坊每日坚果礼盒（item_ref=p189）\n3号链接有货吗")
         );
         // The viewer's own order id, and an id the prompt does not give: nothing to quote.
         for args in [json!({"order_id": "A123"}), json!({"product_id": "p999"})] {
@@ -286,5 +321,35 @@ mod tests {
         let quoted = quote_evidence(r);
         assert!(quoted.messages[2].reasoning_content.is_some());
         assert_eq!(quoted.messages[4].reasoning_content, None);
+    }
+
+    #[test]
+    fn the_asking_viewers_lines_are_restated_and_feedback_is_not() {
+        // A clarifying exchange: the question, another viewer, the answer naming the product; then
+        // hook feedback inside the turn, and the retried call.
+        let r: Trajectory = serde_json::from_value(json!({
+            "id": "r2",
+            "meta": {"turn_start": 5},
+            "messages": [
+                {"role": "system", "content": PROMPT},
+                {"role": "user", "content": "小王：多少钱！！"},
+                {"role": "assistant", "content": "请问宝宝问的是几号链接呀？"},
+                {"role": "user", "content": "阿杰：好看"},
+                {"role": "user", "content": "小王：就是坚果礼盒"},
+                {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                    "function": {"name": "get_product_detail", "arguments": "{\"product_id\":\"p189\"}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "{\"price\": 169}"},
+                {"role": "assistant", "content": "标价¥169"},
+                {"role": "user", "content": "（系统提示）回复太短"},
+                {"role": "assistant", "tool_calls": [{"id": "c2", "type": "function",
+                    "function": {"name": "get_product_detail", "arguments": "{\"product_id\":\"p189\"}"}}]},
+            ],
+        }))
+        .unwrap();
+        let quoted = quote_evidence(r);
+        let want = "坚果礼盒（product_id=p189）\n小王：多少钱！！\n小王：就是坚果礼盒";
+        assert_eq!(quoted.messages[5].reasoning_content.as_deref(), Some(want));
+        assert_eq!(quoted.messages[9].reasoning_content.as_deref(), Some(want));
+        assert_eq!(quoted.messages[2].reasoning_content, None);
     }
 }

@@ -49,7 +49,7 @@ pub struct FreeOpening {
 /// A call as compared: the tool's name and its parsed arguments.
 type Call = (String, Map<String, Value>);
 
-/// Generates the opening message of every record whose first assistant message calls tools, up to
+/// Generates the opening call of every record that has one (its first message that calls tools), up to
 /// `max_tokens` tokens, and compares its calls with the teacher's (Hermes `<tool_call>` format).
 pub fn free_openings<B: Backend>(
     generator: &TextGenerator<B>,
@@ -58,7 +58,13 @@ pub fn free_openings<B: Backend>(
 ) -> Result<FreeOpening> {
     let mut cases = Vec::new();
     for r in records {
-        let Some(first) = r.messages.iter().position(|m| m.role == Role::Assistant) else {
+        // The opening call as the teacher-forced probe has it: the first message that calls tools
+        // (after a clarifying exchange, if the record has one).
+        let Some(first) = r
+            .messages
+            .iter()
+            .position(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
+        else {
             continue;
         };
         let teacher: Vec<Call> = r.messages[first]
@@ -69,9 +75,6 @@ pub fn free_openings<B: Backend>(
                 (c.function.name.clone(), args)
             })
             .collect();
-        if teacher.is_empty() {
-            continue;
-        }
         let messages = r.messages[..first]
             .iter()
             .map(serde_json::to_value)
