@@ -1,7 +1,8 @@
 #!/bin/bash
 # The thirteenth session's curriculum (docs/runs/reply-stage-2026-12-03/run.sh, = make curriculum) with
 # evidence quotes (`hat records cat --quote-evidence`, src/evidence.rs) on every row: before a call that
-# carries a product id, the reasoning quotes the room-state entry from the viewer's words to the id.
+# carries a product id, the reasoning quotes the room-state entry from the viewer's words to the id (run Q,
+# at 484b00a), then restates the asking viewer's lines (run Q2: E=/work/exp/Q2, at be6e536).
 # Same seeds, rows, stages and steps; only the quotes differ. Outputs under $E. Needs out/distill
 # (make distill-data) and release binaries in $BIN.
 set -ex
