@@ -6,7 +6,14 @@ use std::path::{Path, PathBuf};
 
 /// Bottom to top. Each CLI module sits with what it composes.
 const LAYERS: &[&[&str]] = &[
-    &["record", "jsonl", "rng", "fresh_ids", "evidence", "records_cli"],
+    &[
+        "record",
+        "jsonl",
+        "rng",
+        "fresh_ids",
+        "evidence",
+        "records_cli",
+    ],
     &["harness", "chat", "tokenizer", "tokenizer_cli"],
     &["model"],
     &["sim", "policy"],
