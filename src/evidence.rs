@@ -76,8 +76,7 @@ pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
     record
 }
 
-/// The `key=value` forms of the message's string arguments (in lists too) that the prompt states and
-/// the viewer did not say.
+/// The `key=value` forms of the message's string arguments (in lists too) that the prompt states.
 fn stated_arguments(message: &Message, prompt: &str) -> Vec<String> {
     let mut out = Vec::new();
     for call in &message.tool_calls {
@@ -112,9 +111,9 @@ fn quote(prompt: &str, viewer: &str, stated: &str) -> Option<String> {
             };
             let end = closing(entry, at + stated.len());
             if first.is_none() {
-                let heading = prompt.lines().nth(line_no.wrapping_sub(1));
+                let heading = line_no.checked_sub(1).and_then(|n| prompt.lines().nth(n));
                 first = Some(match heading {
-                    Some(h) if line_no > 0 && line.starts_with(entry) && !h.trim().is_empty() => {
+                    Some(h) if line.starts_with(entry) && !h.trim().is_empty() => {
                         format!("{h}\n{}", &entry[..end])
                     }
                     _ => entry[..end].to_string(),
