@@ -104,14 +104,14 @@ fn quote(prompt: &str, viewer: &str, stated: &str) -> Option<String> {
     // (matched chars, quote chars, quote)
     let mut best: Option<(usize, usize, String)> = None;
     let mut first: Option<String> = None;
-    for (line_no, line) in prompt.lines().enumerate() {
+    let mut heading: Option<&str> = None;
+    for line in prompt.lines() {
         for entry in line.split('、') {
             let Some(at) = entry.find(stated) else {
                 continue;
             };
             let end = closing(entry, at + stated.len());
             if first.is_none() {
-                let heading = line_no.checked_sub(1).and_then(|n| prompt.lines().nth(n));
                 first = Some(match heading {
                     Some(h) if line.starts_with(entry) && !h.trim().is_empty() => {
                         format!("{h}\n{}", &entry[..end])
@@ -142,6 +142,7 @@ fn quote(prompt: &str, viewer: &str, stated: &str) -> Option<String> {
                 }
             }
         }
+        heading = Some(line);
     }
     best.map(|(_, _, q)| q).or(first)
 }

@@ -37,6 +37,13 @@ pub struct Trajectory {
 }
 
 impl Trajectory {
+    /// The task's intent (`product_qa`, `chat`, …), or `unknown` for a record without a task.
+    pub fn intent_label(&self) -> String {
+        self.task
+            .as_ref()
+            .map_or("unknown".into(), |t| t.intent.to_string())
+    }
+
     /// The record up to and including its first trained assistant message, as a record of its own (id
     /// suffixed `#first-turn`; judge scores dropped, they judged the whole episode); `None` without one.
     pub fn first_turn(mut self) -> Option<Trajectory> {
@@ -547,6 +554,11 @@ impl Scores {
     pub fn is_empty(&self) -> bool {
         *self == Scores::default()
     }
+}
+
+/// Messages, tools or any other records as JSON values, for a chat template.
+pub fn json_values<T: Serialize>(items: &[T]) -> serde_json::Result<Vec<Value>> {
+    items.iter().map(serde_json::to_value).collect()
 }
 
 #[cfg(test)]

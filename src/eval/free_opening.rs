@@ -19,7 +19,7 @@ use crate::chat::{parse_assistant_output, ToolCallFormat};
 use crate::judge::stats::paired_sign_test;
 use crate::model::generation::generate::TextGenerator;
 use crate::model::generation::sampling::SamplingParams;
-use crate::record::{Role, Trajectory};
+use crate::record::{json_values, Role, Trajectory};
 
 /// Prompts generated together.
 const BATCH: usize = 8;
@@ -49,6 +49,15 @@ pub struct FreeOpening {
 /// A call as compared: the tool's name and its parsed arguments.
 type Call = (String, Map<String, Value>);
 
+/// A record's opening, ready to generate: the prompt up to the teacher's opening call, the tools
+/// the call may name, and the teacher's calls.
+struct Case<'a> {
+    record: &'a Trajectory,
+    prompt: String,
+    tools: Vec<Value>,
+    teacher: Vec<Call>,
+}
+
 /// Generates the opening call of every record that has one (its first message that calls tools), up to
 /// `max_tokens` tokens, and compares its calls with the teacher's (Hermes `<tool_call>` format).
 pub fn free_openings<B: Backend>(
@@ -75,21 +84,17 @@ pub fn free_openings<B: Backend>(
                 (c.function.name.clone(), args)
             })
             .collect();
-        let messages = r.messages[..first]
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<Vec<Value>, _>>()?;
-        let tools = r
-            .tools
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<Vec<Value>, _>>()?;
-        let prompt = generator.render_chat(&messages, (!tools.is_empty()).then_some(&tools[..]))?;
-        let intent = r
-            .task
-            .as_ref()
-            .map_or("unknown".to_string(), |t| t.intent.as_str().to_string());
-        cases.push((r.id.clone(), intent, prompt, tools, teacher));
+        let tools = json_values(&r.tools)?;
+        let prompt = generator.render_chat(
+            &json_values(&r.messages[..first])?,
+            (!tools.is_empty()).then_some(&tools[..]),
+        )?;
+        cases.push(Case {
+            record: r,
+            prompt,
+            tools,
+            teacher,
+        });
     }
     let params = SamplingParams {
         temperature: 0.0,
@@ -98,13 +103,14 @@ pub fn free_openings<B: Backend>(
     };
     let mut out = FreeOpening::default();
     for chunk in cases.chunks(BATCH) {
-        let prompts: Vec<String> = chunk.iter().map(|c| c.2.clone()).collect();
+        let prompts: Vec<String> = chunk.iter().map(|c| c.prompt.clone()).collect();
         let texts = generator.generate_text(&prompts, &vec![params.clone(); prompts.len()])?;
-        for ((id, intent, _, tools, teacher), text) in chunk.iter().zip(texts) {
-            let said = said_calls(&text.text, tools);
+        for (case, text) in chunk.iter().zip(texts) {
+            let said = said_calls(&text.text, &case.tools);
             let names = |calls: &[Call]| calls.iter().map(|c| c.0.clone()).collect::<Vec<_>>();
-            let calls_right = said.as_deref() == Some(&teacher[..]);
-            let tools_right = said.as_deref().map(names) == Some(names(teacher));
+            let calls_right = said.as_deref() == Some(&case.teacher[..]);
+            let tools_right = said.as_deref().map(names) == Some(names(&case.teacher));
+            let intent = case.record.intent_label();
             out.calls.add(calls_right);
             out.tools.add(tools_right);
             out.calls_by_intent
@@ -112,8 +118,8 @@ pub fn free_openings<B: Backend>(
                 .or_default()
                 .add(calls_right);
             out.decisions.push(FreeDecision {
-                id: id.clone(),
-                intent: intent.clone(),
+                id: case.record.id.clone(),
+                intent,
                 calls_right,
                 tools_right,
                 said: text.text,

@@ -112,10 +112,7 @@ pub fn probe<B: Backend>(
     for (r, s) in kept.iter().zip(&scores) {
         nll += s.nll;
         trained += s.trained;
-        let intent = r
-            .task
-            .as_ref()
-            .map_or("unknown".to_string(), |t| t.intent.as_str().to_string());
+        let intent = r.intent_label();
         count(
             &mut p.opening,
             &mut p.opening_by_intent,

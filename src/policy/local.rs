@@ -10,7 +10,7 @@ use crate::chat::{parse_assistant_output, ToolCallFormat};
 use crate::model::generation::generate::TextGenerator;
 use crate::model::generation::sampling::SamplingParams;
 use crate::model::WeightDtype;
-use crate::record::{FunctionCall, Message, Role, ToolCall};
+use crate::record::{json_values, FunctionCall, Message, Role, ToolCall};
 use crate::rng::Rng;
 use anyhow::{anyhow, Context, Result};
 use burn::backend::NdArray;
@@ -112,16 +112,8 @@ where
     }
 
     fn respond(&self, conv: &Conversation<'_>) -> Result<Message> {
-        let messages = conv
-            .messages
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<Vec<Json>, _>>()?;
-        let tools = conv
-            .tools
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<Vec<Json>, _>>()?;
+        let messages = json_values(conv.messages)?;
+        let tools = json_values(conv.tools)?;
         let generator = self
             .generator
             .lock()

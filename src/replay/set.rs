@@ -47,10 +47,7 @@ impl Entry {
     }
 
     pub fn intent(&self) -> String {
-        self.record
-            .task
-            .as_ref()
-            .map_or("unknown".into(), |t| t.intent.to_string())
+        self.record.intent_label()
     }
 }
 
