@@ -397,6 +397,73 @@ fn text_stop_strings_cut_the_text_and_end_generation() {
     );
 }
 
+/// Turns of one conversation share their first blocks: with the prefix cache the later turns start
+/// from stored states, and every generation (tokens and log-probs) is the same bit for bit as on a
+/// generator whose cache was cold — in any order — and agrees with one-piece prefill to 1e-4;
+/// new weights drop the stored states.
+#[test]
+fn prefix_cached_generation_does_not_depend_on_what_ran_before() {
+    let dir = tiny_dir(8);
+    let load = || TextGenerator::<B>::load(dir.path(), &Default::default()).unwrap();
+    // ~600 + ~900 token prompts sharing a prefix of whole blocks and more.
+    let base: String = (0..120).map(|i| format!("这款羽绒服¥{i}，")).collect();
+    let prompts = [
+        format!("{base}库存还有"),
+        format!("{base}{}", "price 7 left 3 ".repeat(40)),
+    ];
+    let params = SamplingParams {
+        temperature: 1.0,
+        seed: 4,
+        max_tokens: 12,
+        logprobs: true,
+        ..Default::default()
+    };
+    let run = |g: &TextGenerator<B>, i: usize| {
+        g.generate_text(&prompts[i..=i], std::slice::from_ref(&params))
+            .unwrap()
+            .remove(0)
+            .generation
+    };
+    let warm = load();
+    let in_order = [run(&warm, 0), run(&warm, 1), run(&warm, 0)];
+    let cold = [run(&load(), 0), run(&load(), 1)];
+    assert!(
+        g_len(&warm, &prompts[0]) > 512,
+        "the prompts span whole blocks"
+    );
+    assert_eq!(in_order[0], cold[0]);
+    assert_eq!(
+        in_order[1], cold[1],
+        "the second prompt started from the first's blocks"
+    );
+    assert_eq!(in_order[2], cold[0], "and the first again from its own");
+
+    let whole = run(&load().with_prefix_cache(0), 1);
+    let (a, b) = (whole.logprobs.unwrap(), cold[1].clone().logprobs.unwrap());
+    assert_eq!(whole.tokens, cold[1].tokens);
+    assert!(
+        a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-4),
+        "{a:?} vs {b:?}"
+    );
+
+    // Other weights: the stored states belong to the old ones and must not be reused.
+    let mut fresh = load();
+    fresh.set_model(tiny_like(&warm, 9));
+    let mut reused = load();
+    run(&reused, 1);
+    reused.set_model(tiny_like(&warm, 9));
+    assert_eq!(run(&reused, 1), run(&fresh, 1));
+}
+
+fn g_len(g: &TextGenerator<B>, text: &str) -> usize {
+    g.encode(text).unwrap().len()
+}
+
+/// Random weights of `g`'s shape from another seed.
+fn tiny_like(g: &TextGenerator<B>, seed: u64) -> CausalLm<B> {
+    CausalLm::init(&g.model().config, seed, &Default::default()).unwrap()
+}
+
 #[test]
 fn local_policy_answers_a_conversation_with_tools() {
     use hat::policy::local::{LocalOptions, LocalPolicy};

@@ -715,7 +715,7 @@ mod end_to_end {
         };
         let pad = generator.eos_token_ids[0];
         let (forced, _) =
-            logprobs(&generator.model, &[view], pad, 8192, &Default::default()).unwrap();
+            logprobs(generator.model(), &[view], pad, 8192, &Default::default()).unwrap();
         assert_eq!(forced[0].len(), recorded.len());
         for (k, (f, r)) in forced[0].iter().zip(&recorded.logprobs).enumerate() {
             assert!(

@@ -546,7 +546,7 @@ pub fn probe(a: &ProbeArgs) -> Result<i32> {
             .unwrap_or(builder.end_of_turn());
         for (set, records) in &sets {
             let mut p = probe(
-                &generator.model,
+                generator.model(),
                 &builder,
                 records,
                 pad,

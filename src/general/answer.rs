@@ -24,7 +24,7 @@ pub fn answer<B: Backend>(
         let text = generator.render_chat(&[json!({"role": "user", "content": p})], None)?;
         let ids = generator.encode(&text)?;
         if generator
-            .model
+            .model()
             .check_tokens(&ids, 0, max_new_tokens)
             .is_ok()
         {

@@ -61,7 +61,7 @@ pub fn prompt_ids<B: Backend>(
 ) -> Result<Option<Vec<u32>>> {
     let ids = generator.encode(&render(generator, prompt)?)?;
     Ok(generator
-        .model
+        .model()
         .check_tokens(&ids, 0, max_new_tokens)
         .is_ok()
         .then_some(ids))

@@ -219,7 +219,7 @@ pub fn train<B: AutodiffBackend>(
             break;
         }
         let step = state.step;
-        generator.model = model.valid();
+        generator.set_model(model.valid());
         let picks: Vec<(&Prompt, Source)> = step_prompts(
             inputs.prompts,
             inputs.domain,
@@ -424,7 +424,7 @@ pub fn train<B: AutodiffBackend>(
             obj.insert(k.into(), v);
         }
         if cfg.eval_steps > 0 && (state.step % cfg.eval_steps == 0 || state.step == cfg.max_steps) {
-            generator.model = model.valid();
+            generator.set_model(model.valid());
             if let Some(lite) = eval_now(&generator)? {
                 let e = eval_record(state.step, &lite);
                 obj.extend(e.as_object().expect("a json object").clone());

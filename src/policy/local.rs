@@ -7,6 +7,7 @@
 use super::sampler_logprobs::SamplerLogprobs;
 use super::{Conversation, Policy};
 use crate::chat::{parse_assistant_output, ToolCallFormat};
+use crate::model::cpu::spin_team;
 use crate::model::generation::generate::TextGenerator;
 use crate::model::generation::sampling::SamplingParams;
 use crate::model::WeightDtype;
@@ -98,7 +99,7 @@ impl<B: Backend> LocalPolicy<B> {
         self.generator
             .lock()
             .map_err(|_| anyhow!("the local model panicked in another episode"))?
-            .model = model;
+            .set_model(model);
         Ok(())
     }
 }
@@ -114,7 +115,7 @@ where
     fn respond(&self, conv: &Conversation<'_>) -> Result<Message> {
         let messages = json_values(conv.messages)?;
         let tools = json_values(conv.tools)?;
-        let generator = self
+        let mut generator = self
             .generator
             .lock()
             .map_err(|_| anyhow!("the local model panicked in another episode"))?;
@@ -123,7 +124,12 @@ where
             seed: Rng::derive(self.options.sampling.seed, &prompt).next_u64(),
             ..self.options.sampling.clone()
         };
-        let out = generator.generate_text(&[prompt], &[params])?.remove(0);
+        // Episodes played in parallel wait here for the model in turn, so one reply may use every
+        // core (the rollout workers are rayon's, whose own sections would run on one).
+        // (`&mut`: the model may cross to that thread, but not be shared with it.)
+        let model: &mut TextGenerator<B> = &mut generator;
+        let out =
+            spin_team::with_team(move || model.generate_text(&[prompt], &[params]))?.remove(0);
         drop(generator);
         let mut msg = to_message(&out.text, self.options.tool_call_format, &tools);
         if let Some(lps) = &out.generation.logprobs {

@@ -80,7 +80,7 @@ pub struct ServeArgs {
     pub prefill_chunk: usize,
     /// Decoding states of prompt prefixes kept for reuse (one per 256-token block of a prompt; each
     /// holds the KV cache up to its block). 0 disables prefix caching.
-    #[arg(long, default_value_t = crate::serve::model::PREFIX_ENTRIES)]
+    #[arg(long, default_value_t = crate::model::generation::prefix_cache::ENTRIES)]
     pub prefix_cache_entries: usize,
     /// Context length (prompt + output) per sequence; capped by the model's max_position_embeddings.
     #[arg(long, default_value_t = 4096)]

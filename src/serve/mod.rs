@@ -20,7 +20,6 @@ pub mod guide;
 pub mod metrics;
 pub mod model;
 pub mod mtp;
-pub mod prefix_cache;
 pub mod prompt_logprobs;
 pub mod protocol;
 pub mod server;

@@ -12,18 +12,13 @@ use burn::prelude::Backend;
 use super::batch::RunningBatch;
 use super::engine::{Partial, Prefilled, SpecRound, StepModel};
 use super::mtp::{self, SpecState};
-use super::prefix_cache::PrefixCache;
+use crate::model::generation::prefix_cache::{PrefixCache, BLOCK as PREFIX_BLOCK, ENTRIES};
 use crate::model::{Cache, CausalLm, WeightDtype};
 use crate::train::batch::bucket;
 
-/// Tokens per prefix-cache block: a multiple of the DeltaNet chunk (64), so a prompt prefilled in
-/// blocks goes through the same chunks as in one piece.
-pub const PREFIX_BLOCK: usize = 256;
 /// Tokens of a DeltaNet chunk: a prompt prefilled in pieces that start on multiples of it goes
 /// through the same chunks as in one piece.
 const DELTA_CHUNK: usize = crate::model::layers::gated_deltanet::CHUNK;
-/// Default number of cached prefix states.
-pub const PREFIX_ENTRIES: usize = 64;
 /// Padded tokens (rows × longest tail) per batched prefill forward. Bounds the activations that
 /// grow with the batch: attention scores (`rows × heads × 256-query block × keys`), the DeltaNet
 /// chunk matrices and the MoE buffers, so that a burst of long agent prompts is prefilled in a
@@ -49,7 +44,7 @@ impl<B: Backend> BurnModel<B> {
     pub fn new(model: CausalLm<B>) -> Self {
         BurnModel {
             model,
-            prefixes: PrefixCache::new(PREFIX_BLOCK, PREFIX_ENTRIES),
+            prefixes: PrefixCache::new(PREFIX_BLOCK, ENTRIES),
             mtp_drafts: 0,
         }
     }

@@ -69,6 +69,17 @@ pub fn alone<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Runs `f` where the sections it starts can use the team: on this thread, or — called on a rayon
+/// worker, where every section would run alone — on a thread of its own that the worker waits for.
+/// For work that has the cores to itself while the pool's other workers wait for it (episodes
+/// played in parallel that take turns on one model).
+pub fn with_team<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    if rayon::current_thread_index().is_none() {
+        return f();
+    }
+    thread::scope(|s| s.spawn(f).join()).unwrap_or_else(|payload| panic::resume_unwind(payload))
+}
+
 /// The number of parts [`run`] splits work into on this machine: one per helper plus the caller.
 pub fn parts() -> usize {
     team().map_or(1, |t| t.threads.len() + 1)

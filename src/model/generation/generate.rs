@@ -3,6 +3,7 @@
 //! [`CausalLm::decode_step`] itself; [`generate`] is the same loop for a fixed set of prompts,
 //! and [`TextGenerator`] adds the tokenizer, chat template and text stop strings.
 
+use super::prefix_cache::{self, PrefixCache};
 use super::sampling::{Sampler, SamplingParams};
 use super::speculative::{generate_speculative_until, SpecStats};
 use crate::chat::{ChatTemplate, RenderInput};
@@ -12,6 +13,7 @@ use burn::prelude::*;
 use burn::tensor::TensorData;
 use serde_json::Value as Json;
 use std::path::Path;
+use std::sync::Mutex;
 use tokenizers::Tokenizer;
 
 /// Why a sequence ended.
@@ -232,6 +234,23 @@ pub fn generate_until<B: Backend>(
     model: &CausalLm<B>,
     prompts: &[Vec<u32>],
     params: &[SamplingParams],
+    stop_after: impl FnMut(usize, &[u32]) -> bool,
+) -> Result<Vec<Generation>> {
+    let prefill = |prompt: &[u32]| {
+        let mut cache = model.new_cache();
+        let logits = model.prefill(prompt, &mut cache)?;
+        Ok((cache, logits))
+    };
+    generate_after(model, prompts, params, prefill, stop_after)
+}
+
+/// The sampling loop of [`generate_until`] with the prefill left to `prefill` (the prompt's
+/// decoding state and the logits at its last position): from scratch, or from a cached prefix.
+fn generate_after<B: Backend>(
+    model: &CausalLm<B>,
+    prompts: &[Vec<u32>],
+    params: &[SamplingParams],
+    mut prefill: impl FnMut(&[u32]) -> Result<(Cache<B>, Vec<f32>)>,
     mut stop_after: impl FnMut(usize, &[u32]) -> bool,
 ) -> Result<Vec<Generation>> {
     if prompts.len() != params.len() {
@@ -253,8 +272,7 @@ pub fn generate_until<B: Backend>(
     let mut seqs: Vec<Sequence> = params.iter().map(Sequence::new).collect();
     let mut caches: Vec<Cache<B>> = Vec::with_capacity(prompts.len());
     for (i, prompt) in prompts.iter().enumerate() {
-        let mut cache = model.new_cache();
-        let logits = model.prefill(prompt, &mut cache)?;
+        let (cache, logits) = prefill(prompt)?;
         seqs[i].push(&logits, |t| stop_after(i, t));
         caches.push(cache);
     }
@@ -346,13 +364,20 @@ pub struct TextGeneration {
 
 /// A model with its tokenizer and chat template: renders conversations, generates, decodes and
 /// applies text stop strings. Generation also ends at the tokenizer's end-of-sequence tokens.
+///
+/// Prompts are prefilled in [`prefix_cache::BLOCK`]-token blocks whose states are kept
+/// ([`PrefixCache`]): an agent's turns share the harness prompt and the conversation so far, so each
+/// turn prefills only what is new since the last whole block. A prompt always goes through the same
+/// blocks whether or not they were cached, so its tokens do not depend on what ran before it.
 pub struct TextGenerator<B: Backend> {
-    pub model: CausalLm<B>,
+    /// Private: new weights must go through [`Self::set_model`], which forgets the cached states.
+    model: CausalLm<B>,
     pub tokenizer: Tokenizer,
     /// `None` when the directory has no chat template.
     pub template: Option<ChatTemplate>,
     /// Tokens that end a turn: `eos_token_id` of config.json and the tokenizer's `eos_token`.
     pub eos_token_ids: Vec<u32>,
+    prefixes: Mutex<PrefixCache<Cache<B>>>,
 }
 
 impl<B: Backend> TextGenerator<B> {
@@ -402,7 +427,45 @@ impl<B: Backend> TextGenerator<B> {
             tokenizer,
             template,
             eos_token_ids,
+            prefixes: Mutex::new(PrefixCache::new(prefix_cache::BLOCK, prefix_cache::ENTRIES)),
         })
+    }
+
+    /// Keeps at most `entries` prefix states (0: every prompt is prefilled in one piece).
+    pub fn with_prefix_cache(self, entries: usize) -> Self {
+        Self {
+            prefixes: Mutex::new(PrefixCache::new(prefix_cache::BLOCK, entries)),
+            ..self
+        }
+    }
+
+    pub fn model(&self) -> &CausalLm<B> {
+        &self.model
+    }
+
+    /// Generates with `model` from now on; the cached states of the old weights are dropped.
+    pub fn set_model(&mut self, model: CausalLm<B>) {
+        self.model = model;
+        let prefixes = self.prefixes.get_mut().unwrap_or_else(|e| e.into_inner());
+        *prefixes = PrefixCache::new(prefix_cache::BLOCK, prefixes.capacity());
+    }
+
+    /// The decoding state after `prompt` and the logits at its last position: from the longest
+    /// cached block of the prompt, through each further whole block (stored on the way), then the
+    /// rest in one piece.
+    fn prefill(&self, prompt: &[u32]) -> Result<(Cache<B>, Vec<f32>)> {
+        let mut prefixes = self.prefixes.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut pos, mut cache) = prefixes
+            .longest(prompt)
+            .unwrap_or_else(|| (0, self.model.new_cache()));
+        let blocks: Vec<usize> = prefixes.boundaries(pos, prompt.len()).collect();
+        for b in blocks {
+            self.model.advance(&prompt[pos..b], &mut cache)?;
+            prefixes.insert(&prompt[..b], cache.clone());
+            pos = b;
+        }
+        let logits = self.model.prefill(&prompt[pos..], &mut cache)?;
+        Ok((cache, logits))
     }
 
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
@@ -450,7 +513,8 @@ impl<B: Backend> TextGenerator<B> {
             .map(|p| self.encode(p))
             .collect::<Result<Vec<_>>>()?;
         let params: Vec<SamplingParams> = params.iter().map(|p| self.with_eos(p)).collect();
-        let gens = generate_until(&self.model, &ids, &params, |i, tokens| {
+        let prefill = |prompt: &[u32]| self.prefill(prompt);
+        let gens = generate_after(&self.model, &ids, &params, prefill, |i, tokens| {
             self.hits_stop(tokens, &params[i].stop)
         })?;
         gens.into_iter()

@@ -1,5 +1,7 @@
 //! Automatic prefix caching: every agent request starts with the same long system prompt, so the
-//! decoding state after a shared prefix is kept and reused instead of prefilled again.
+//! decoding state after a shared prefix is kept and reused instead of prefilled again. Used by the
+//! serve engine and by [`TextGenerator`](super::generate::TextGenerator) (local rollouts and evals,
+//! whose episodes share a harness prompt and grow turn by turn).
 //!
 //! Prompts are prefilled in blocks of `block` tokens; the state after each full block is stored,
 //! keyed by the tokens before it (a hash, confirmed by comparing the tokens), in a cache of at
@@ -11,6 +13,12 @@
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+
+/// Tokens per block: a multiple of the DeltaNet chunk (64), so a prompt prefilled in blocks goes
+/// through the same chunks as in one piece.
+pub const BLOCK: usize = 256;
+/// Default number of cached prefix states.
+pub const ENTRIES: usize = 64;
 
 pub struct PrefixCache<S> {
     block: usize,
@@ -34,6 +42,10 @@ impl<S: Clone> PrefixCache<S> {
             entries: HashMap::new(),
             clock: 0,
         }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
     }
 
     pub fn is_enabled(&self) -> bool {
