@@ -3,6 +3,8 @@
 //! the k3 KL term), and GRPO/GDPO advantages with a missing reward, from testdata/rl/fixtures.json
 //! (scripts/rl_fixtures.py).
 
+mod rl_support;
+
 use hat::rl::advantage::{advantages, AdvantageConfig, Aggregation, ScaleRewards};
 use hat::rl::policy_loss::{
     policy_loss, Completion, ImportanceSamplingLevel, LossType, PolicyLossConfig,
@@ -132,13 +134,13 @@ fn grpo_and_gdpo_advantages_match_pytorch() {
 }
 
 mod end_to_end {
+    use super::rl_support::policy_dir;
     use std::path::Path;
     use std::sync::atomic::AtomicBool;
 
     use burn::backend::{Autodiff, NdArray};
     use hat::agent::{Agent, SimEnv};
     use hat::hsa::variant::load_harness;
-    use hat::model::presets::preset;
     use hat::model::CausalLm;
     use hat::opd::reverse_kl::KlPenalty;
     use hat::rl::advantage::{AdvantageConfig, Aggregation, ScaleRewards};
@@ -149,57 +151,11 @@ mod end_to_end {
     use hat::sim::catalog::{Catalog, Split};
     use hat::sim::faults::FaultPlan;
     use hat::sim::tasks::{generate, TaskConfig};
-    use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
     use hat::train::optim::{AdamW, AdamWConfig};
     use hat::train::view::ViewBuilder;
     use serde_json::Value;
 
     type B = Autodiff<NdArray<f32>>;
-
-    /// A random `tiny` policy with a BPE tokenizer trained on the harness's own files and the tasks, so
-    /// the system prompt takes a few thousand tokens, not tens of thousands.
-    fn policy_dir(
-        harness: &hat::harness::Harness,
-        tasks: &[hat::record::Trajectory],
-    ) -> tempfile::TempDir {
-        let mut corpus: Vec<String> = tasks
-            .iter()
-            .flat_map(|t| t.messages.iter().map(|m| m.text_content()))
-            .collect();
-        corpus.extend(
-            harness
-                .tools()
-                .iter()
-                .map(|t| serde_json::to_string(t).unwrap()),
-        );
-        let mut pending = vec![std::path::PathBuf::from("harness-samples/taolive")];
-        while let Some(p) = pending.pop() {
-            for e in std::fs::read_dir(&p).unwrap() {
-                let path = e.unwrap().path();
-                if path.is_dir() {
-                    pending.push(path);
-                } else if let Ok(text) = std::fs::read_to_string(&path) {
-                    corpus.extend(text.lines().map(str::to_string));
-                }
-            }
-        }
-        let tok = train_bpe(
-            corpus,
-            &TrainOptions {
-                vocab_size: 2000,
-                min_frequency: 2,
-            },
-        )
-        .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        save_hf(&tok, dir.path(), QWEN3_CHAT_TEMPLATE, 8192).unwrap();
-        let mut cfg = preset("tiny", Some(tok.get_vocab_size(true))).unwrap();
-        // A tokenizer this small spends ~8k tokens on the harness's system prompt and tools.
-        cfg.max_position_embeddings = 16384;
-        let m = CausalLm::<NdArray<f32>>::init(&cfg, 3, &Default::default()).unwrap();
-        hat::model::io::checkpoint::save(&m, dir.path(), Default::default()).unwrap();
-        dir
-    }
 
     fn config(max_steps: usize) -> GrpoConfig {
         let advantage = |n: usize| AdvantageConfig {

@@ -18,7 +18,7 @@ const AFTER_HELP: &str = "\
 OUTPUT (in --out)
   metrics.jsonl   one line per step, TRL's names: reward, rewards/<name>/mean, reward_std/<kind>,
                   frac_reward_zero_std/<kind>, clip_ratio/{low,high,region}_mean, kl, entropy,
-                  completions/mean_length, right_tool, time/{rollout,scoring,update}_s;
+                  completions/mean_length, right_tool, time/{rollout,scoring,reference,update}_s;
                   with --teacher: opd/reverse_kl, opd/advantage_mean;
                   with --tis-imp-ratio-cap: tis/mean_ratio, tis/clipped_frac, tis/matched_frac;
                   with --two-agent the policy's own metrics (loss, kl, clip ratios, ...) as tool/… and reply/…

@@ -45,7 +45,10 @@ pub struct Learner<B: AutodiffBackend> {
 /// What one step did to the policy, for the metrics and the timing split.
 pub struct Learned {
     pub metrics: Map<String, Value>,
+    /// The policy's own log-probs of the views (the old policy of the ratio).
     pub scoring_s: f64,
+    /// The reference model's log-probs (the KL term).
+    pub reference_s: f64,
     pub update_s: f64,
 }
 
@@ -129,6 +132,8 @@ where
             cfg.batch_tokens,
             device,
         )?;
+        let scoring_s = clock.elapsed().as_secs_f64();
+        let clock = std::time::Instant::now();
         let reference = self
             .reference
             .as_ref()
@@ -157,7 +162,7 @@ where
                         })
                         .collect()
                 });
-        let scoring_s = clock.elapsed().as_secs_f64();
+        let reference_s = clock.elapsed().as_secs_f64();
 
         let clock = std::time::Instant::now();
         let batch = Batch {
@@ -232,6 +237,7 @@ where
             Learned {
                 metrics: m,
                 scoring_s,
+                reference_s,
                 update_s,
             },
         ))

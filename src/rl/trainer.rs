@@ -292,7 +292,9 @@ where
                 .map(|(v, t)| sampler_logprobs(v, t, inputs.views.tokenizer()))
                 .collect()
         });
-        let (mut scoring_s, mut update_s) = (clock.elapsed().as_secs_f64(), 0.0);
+        // The teacher's log-probs count with the reference's: another model scoring the views.
+        let (mut scoring_s, mut reference_s, mut update_s) =
+            (0.0, clock.elapsed().as_secs_f64(), 0.0);
         let data = StepData {
             views: &views,
             teacher: teacher_lp.as_deref(),
@@ -325,12 +327,14 @@ where
             let (learner, learned) = learner.learn(&own, &data, cfg, device)?;
             obj.extend(learned.metrics);
             scoring_s += learned.scoring_s;
+            reference_s += learned.reference_s;
             update_s += learned.update_s;
             updated.push(learner);
         }
         learners = updated;
         obj.insert("time/rollout_s".into(), json!(rollout_s));
         obj.insert("time/scoring_s".into(), json!(scoring_s));
+        obj.insert("time/reference_s".into(), json!(reference_s));
         obj.insert("time/update_s".into(), json!(update_s));
         for name in TOOL_REWARDS.iter().chain(&REPLY_REWARDS) {
             let values: Vec<f64> = episodes
