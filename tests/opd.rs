@@ -16,6 +16,8 @@ use hat::opd::reverse_kl::{reverse_kl_advantages, LossFn, ReverseKlConfig};
 use hat::rl::policy_loss::{policy_loss, Completion};
 use serde_json::Value;
 
+mod serve_support;
+
 fn fixtures() -> Value {
     serde_json::from_str(&std::fs::read_to_string("testdata/opd/fixtures.json").unwrap()).unwrap()
 }
@@ -736,61 +738,6 @@ mod end_to_end {
         assert!(mixed["loss"].as_f64().unwrap() > 1e-4, "{mixed}");
     }
 
-    /// Our `serve` on a checkpoint, in the background of its own runtime: `(runtime, server, base URL)`.
-    fn serve(
-        dir: &Path,
-    ) -> (
-        tokio::runtime::Runtime,
-        hat::serve::server::RunningServer,
-        String,
-    ) {
-        use hat::serve::engine::EngineConfig;
-        use hat::serve::model::BurnModel;
-        use hat::serve::prompt_logprobs::ModelScorer;
-        use hat::serve::{build_app, AppOptions};
-        let dtype = hat::model::WeightDtype::F32;
-        let model = BurnModel::<NdArray<f32>>::load(dir, dtype, Default::default()).unwrap();
-        let scorer = ModelScorer::new(model.model.clone(), Default::default());
-        let options = AppOptions {
-            model_name: "teacher".into(),
-            random_weights: false,
-            format: hat::chat::ToolCallFormat::Hermes,
-            timeout: std::time::Duration::from_secs(120),
-            default_max_tokens: 16,
-            api_key: None,
-            engine: EngineConfig {
-                queue_capacity: 64,
-                max_batch: 8,
-                max_context: 384,
-                prefill_chunk: hat::serve::engine::PREFILL_CHUNK,
-            },
-        };
-        let (app, _engine) = build_app(
-            model,
-            hat::tokenizer::load(dir).unwrap(),
-            hat::chat::ChatTemplate::from_model_dir(dir).unwrap(),
-            &options,
-            None,
-        );
-        let _ = app.scorer.set(std::sync::Arc::new(scorer));
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let server = rt
-            .block_on(hat::serve::server::RunningServer::start(
-                app,
-                hat::serve::server::HttpLimits {
-                    max_body_bytes: 1 << 20,
-                },
-                "127.0.0.1:0".parse().unwrap(),
-            ))
-            .unwrap();
-        let base = format!("http://{}/v1", server.addr);
-        (rt, server, base)
-    }
-
     fn endpoint(url: &str, student: &Path, retries: u32) -> hat::opd::teacher::EndpointTeacher {
         hat::opd::teacher::EndpointTeacher::new(
             hat::policy::prompt_logprobs::PromptLogprobsConfig {
@@ -817,7 +764,8 @@ mod end_to_end {
         use hat::model::generation::sampling::SamplingParams;
         let student = model_dir(1, 500);
         let teacher = model_dir(2, 500);
-        let (_rt, server, url) = serve(teacher.path());
+        let (_rt, server, url) =
+            super::serve_support::serve_checkpoint(teacher.path(), "teacher", 384, false);
         let rows: Vec<Value> = generate(Split::Train, 6, 1)
             .iter()
             .map(|r| serde_json::to_value(r).unwrap())
@@ -999,7 +947,8 @@ mod end_to_end {
 
         // A server whose tokenizer is another: refused on its first answer.
         let other = model_dir_from(1, 500, |text| text.chars().rev().collect());
-        let (_rt2, server2, url2) = serve(other.path());
+        let (_rt2, server2, url2) =
+            super::serve_support::serve_checkpoint(other.path(), "teacher", 384, false);
         let e = endpoint(&url2, student.path(), 0)
             .logprobs(&samples.views)
             .unwrap_err();

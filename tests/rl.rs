@@ -4,6 +4,7 @@
 //! (scripts/rl_fixtures.py).
 
 mod rl_support;
+mod serve_support;
 
 use hat::rl::advantage::{advantages, AdvantageConfig, Aggregation, ScaleRewards};
 use hat::rl::policy_loss::{
@@ -239,6 +240,7 @@ mod end_to_end {
                 tokenizer_dir: dir.path(),
                 out,
                 concurrency: 1,
+                remote: None,
             };
             let model = CausalLm::<B>::load(dir.path(), &Default::default()).unwrap();
             train::<B>(
@@ -285,13 +287,10 @@ mod end_to_end {
         assert!(whole.path().join("reward.svg").exists());
 
         let resumed = tempfile::tempdir().unwrap();
-        let from = whole.path().join("checkpoint-000001");
-        let to = resumed.path().join("checkpoint-000001");
-        std::fs::create_dir_all(&to).unwrap();
-        for f in std::fs::read_dir(&from).unwrap() {
-            let f = f.unwrap();
-            std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
-        }
+        copy_dir(
+            &whole.path().join("checkpoint-000001"),
+            &resumed.path().join("checkpoint-000001"),
+        );
         std::fs::copy(
             whole.path().join("metrics.jsonl"),
             resumed.path().join("metrics.jsonl"),
@@ -715,6 +714,135 @@ mod end_to_end {
         }
     }
 
+    /// Rollouts on our own server (`serve --enable-weight-updates`), started on OTHER weights than the
+    /// trainer's: before each of two steps the trainer writes its weights and the server loads them.
+    /// Afterwards the server scores a prompt exactly as the weights the trainer last wrote do, and
+    /// not as its own starting weights; the episodes are the server's (its model name on them), and
+    /// the log-probs it reported for the tokens it sampled line up with the trainer's (TIS).
+    #[test]
+    fn rollouts_on_a_server_that_loads_each_steps_weights() {
+        use hat::rl::remote::{RemoteConfig, RemoteRollouts};
+        let harness_dir = Path::new("harness-samples/taolive");
+        let (harness, names) = load_harness(harness_dir).unwrap();
+        let catalog = Catalog::generate(7, 40);
+        let tasks = generate(&catalog, &TaskConfig::new(Split::Train, 3), 8).unwrap();
+        let dir = policy_dir(&harness, &tasks);
+        let served = tempfile::tempdir().unwrap();
+        copy_dir(dir.path(), served.path());
+        let own = CausalLm::<NdArray<f32>>::load(dir.path(), &Default::default()).unwrap();
+        let other = CausalLm::<NdArray<f32>>::init(&own.config, 9, &Default::default()).unwrap();
+        hat::model::io::checkpoint::save(&other, served.path(), Default::default()).unwrap();
+        let context = own.config.max_position_embeddings;
+        let (rt, server, url) =
+            super::serve_support::serve_checkpoint(served.path(), "served", context, true);
+
+        let agents = vec![("taolive".to_string(), Agent::new(&harness, names).unwrap())];
+        let faults: FaultPlan = "timeout=0.2".parse().unwrap();
+        let env = SimEnv {
+            catalog: &catalog,
+            faults: &faults,
+            seed: 11,
+        };
+        let views = ViewBuilder::from_dir(dir.path()).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let mut cfg = config(2);
+        cfg.tis_imp_ratio_cap = Some(2.0);
+        let remote = RemoteRollouts::new(
+            &RemoteConfig {
+                urls: vec![url.clone()],
+                model: None,
+                api_key: None,
+                timeout: std::time::Duration::from_secs(120),
+                max_tokens: cfg.loss.max_completion_length,
+            },
+            &out.path().join("rollout-weights"),
+        )
+        .unwrap();
+        let inputs = RunInputs {
+            tasks: &tasks,
+            agents: &agents,
+            env: &env,
+            views: &views,
+            tokenizer_dir: dir.path(),
+            out: out.path(),
+            concurrency: 2,
+            remote: Some(&remote),
+        };
+        train::<B>(
+            &cfg,
+            Policies::Single(Start {
+                model: CausalLm::<B>::load(dir.path(), &Default::default()).unwrap(),
+                reference: None,
+            }),
+            None,
+            &inputs,
+            false,
+            &AtomicBool::new(false),
+            &Default::default(),
+        )
+        .unwrap();
+        let m = metrics(out.path());
+        assert_eq!(m.len(), 2);
+        for step in &m {
+            assert!(step["tis/matched_frac"].as_f64().unwrap() > 0.3, "{step}");
+            let ratio = step["tis/mean_ratio"].as_f64().unwrap();
+            assert!((ratio - 1.0).abs() < 1e-2, "{step}");
+        }
+        let step2 = std::fs::read_to_string(out.path().join("rollouts/step-000002.jsonl")).unwrap();
+        let episodes: Vec<hat::record::Trajectory> = step2
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(episodes.len(), 4);
+        assert!(episodes.iter().all(|t| t.meta["policy"] == "served"));
+        use hat::serve::prompt_logprobs::{ModelScorer, PromptScorer};
+        let prompt: Vec<u32> = (5..60).collect();
+        let body = serde_json::json!({"model": "served", "prompt": prompt, "max_tokens": 0,
+            "prompt_logprobs": 0});
+        let answer: Value = serde_json::from_str(
+            &ureq::post(&format!("{url}/completions"))
+                .set("Content-Type", "application/json")
+                .send_string(&body.to_string())
+                .unwrap()
+                .into_string()
+                .unwrap(),
+        )
+        .unwrap();
+        let rows = &answer["choices"][0]["prompt_logprobs"];
+        let gap = |model: CausalLm<NdArray<f32>>| -> f64 {
+            let want = ModelScorer::new(model, Default::default())
+                .score(&prompt, 0)
+                .unwrap();
+            want.iter()
+                .enumerate()
+                .map(|(t, w)| {
+                    let got = rows[t + 1][w.token.to_string()]["logprob"]
+                        .as_f64()
+                        .unwrap();
+                    (got - f64::from(w.logprob)).abs()
+                })
+                .fold(0.0, f64::max)
+        };
+        let synced = out.path().join("rollout-weights");
+        let synced = CausalLm::<NdArray<f32>>::load(&synced, &Default::default()).unwrap();
+        assert!(
+            gap(synced) < 1e-5,
+            "the server does not run the trainer's weights"
+        );
+        assert!(
+            gap(other) > 1e-3,
+            "pick starting weights that score differently"
+        );
+        let root = url.trim_end_matches("/v1");
+        let metrics = ureq::get(&format!("{root}/metrics"))
+            .call()
+            .unwrap()
+            .into_string()
+            .unwrap();
+        assert!(metrics.contains("hat_weight_updates_total 2"), "{metrics}");
+        rt.block_on(server.shutdown()).unwrap();
+    }
+
     /// Two-agent mode through the whole loop: two steps of a random tool agent and reply agent in the
     /// simulator, with the OPD term against a random teacher so that the models move, then the run
     /// resumed from both agents' step-1 checkpoints gives the same metrics. Every policy message is
@@ -747,6 +875,7 @@ mod end_to_end {
                 tokenizer_dir: dir.path(),
                 out,
                 concurrency: 1,
+                remote: None,
             };
             let start = || Start {
                 model: CausalLm::<B>::load(dir.path(), &device).unwrap(),

@@ -669,3 +669,116 @@ async fn completions_bad_requests_get_4xx() {
     assert!(rows[1..].iter().all(|r| r.as_object().unwrap().len() == 1));
     server.shutdown().await.unwrap();
 }
+
+/// `POST /update_weights_from_disk` (SGLang's endpoint): refused unless the server allows weight
+/// updates; allowed, a bad request or a checkpoint that cannot load is a 4xx that changes nothing,
+/// and a checkpoint of the same vocabulary loads: greedy output and `prompt_logprobs` then come from
+/// the new weights (checked against those weights scored directly), `/health` no longer says random,
+/// and `/metrics` counts the update.
+#[tokio::test(flavor = "multi_thread")]
+async fn new_weights_load_from_disk_while_serving() {
+    let limits = || HttpLimits {
+        max_body_bytes: 1 << 20,
+    };
+    let (server, _app, base) = start().await;
+    let (status, body) = post(
+        &base,
+        "/update_weights_from_disk",
+        &json!({"model_path": "x"}),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.to_string().contains("--enable-weight-updates"),
+        "{body}"
+    );
+    server.shutdown().await.unwrap();
+
+    let opts = hat::serve::AppOptions {
+        weight_updates: true,
+        ..options()
+    };
+    let (server, _app, base) = start_with(opts, limits(), false).await;
+    let greedy = chat_body(json!({"max_tokens": 8}));
+    let (_, before) = post(&base, "/v1/chat/completions", &greedy).await;
+    let prompt: Vec<u32> = (5..40).collect();
+    let scored = json!({"model": MODEL, "prompt": prompt, "max_tokens": 0, "prompt_logprobs": 0});
+
+    // Seed 4 of the same preset and vocabulary: other weights than the server's (seed 3).
+    let tok = hat::tokenizer::load(serve_support::tokenizer_dir()).unwrap();
+    let cfg = hat::model::presets::preset("tiny", Some(tok.get_vocab_size(true))).unwrap();
+    let new = hat::model::CausalLm::<burn::backend::NdArray<f32>>::init_as(
+        &cfg,
+        4,
+        hat::model::WeightDtype::F32,
+        &Default::default(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    hat::model::io::checkpoint::save(&new, dir.path(), Default::default()).unwrap();
+
+    for (bad, want) in [
+        (json!({"path": "x"}), 400),
+        (json!({"model_path": 3}), 400),
+        (json!({"model_path": "/no/such/checkpoint"}), 400),
+    ] {
+        let (status, body) = post(&base, "/update_weights_from_disk", &bad).await;
+        assert_eq!(status, want, "{bad}: {body}");
+        if bad["model_path"].is_string() {
+            assert_eq!(body["success"], false, "{body}");
+            assert!(
+                body["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("/no/such/checkpoint"),
+                "{body}"
+            );
+        }
+    }
+    let (_, same) = post(&base, "/v1/chat/completions", &greedy).await;
+    assert_eq!(
+        same["choices"], before["choices"],
+        "a failed load changed the weights"
+    );
+
+    let path = dir.path().to_string_lossy();
+    let (status, body) = post(
+        &base,
+        "/update_weights_from_disk",
+        &json!({"model_path": path}),
+    )
+    .await;
+    assert_eq!((status, &body["success"]), (200, &json!(true)), "{body}");
+    let (_, after) = post(&base, "/v1/chat/completions", &greedy).await;
+    assert_ne!(
+        after["choices"], before["choices"],
+        "the new weights answer as the old"
+    );
+    let (_, v) = post(&base, "/v1/completions", &scored).await;
+    let rows = v["choices"][0]["prompt_logprobs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let direct = hat::serve::prompt_logprobs::ModelScorer::new(new, Default::default());
+    let want = hat::serve::prompt_logprobs::PromptScorer::score(&direct, &prompt, 0).unwrap();
+    for (t, w) in want.iter().enumerate() {
+        let got = rows[t + 1][w.token.to_string()]["logprob"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (got - f64::from(w.logprob)).abs() < 1e-5,
+            "position {t}: {got} vs {}",
+            w.logprob
+        );
+    }
+    let (_, health) = reqwest_get(&base, "/health").await;
+    assert_eq!(health["random_weights"], false);
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("hat_weight_updates_total 1"), "{metrics}");
+    server.shutdown().await.unwrap();
+}

@@ -218,14 +218,53 @@ fn mtp_in_the_engine_changes_nothing_but_the_speed() {
 
 #[test]
 fn mtp_needs_a_head() {
-    let qwen3 = hat::model::CausalLm::<B>::load(
+    let qwen3 = M::load(
         std::path::Path::new("testdata/model/qwen3_moe"),
-        &Default::default(),
+        hat::model::WeightDtype::F32,
+        Default::default(),
     )
     .unwrap();
-    let e = M::new(qwen3).with_mtp(2).err().expect("no MTP head");
+    let e = qwen3.with_mtp(2).err().expect("no MTP head");
     assert!(format!("{e:#}").contains("no MTP head"), "{e:#}");
     assert!(tiny(300).with_mtp(0).is_err());
+}
+
+/// Submits `prompt` for `max_tokens` greedy tokens; the receiver gets its events.
+fn submit_greedy(
+    handle: &engine::EngineHandle,
+    prompt: &[u32],
+    max_tokens: usize,
+) -> tokio::sync::mpsc::UnboundedReceiver<Event> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    handle
+        .submit(GenRequest {
+            prompt: prompt.to_vec(),
+            params: SamplingParams::greedy(max_tokens),
+            top_logprobs: 0,
+            guide: None,
+            events: tx,
+        })
+        .map_err(|e| format!("{e:?}"))
+        .unwrap();
+    rx
+}
+
+/// The text a request streamed and the tokens it counted, once it is done.
+fn collect(mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>) -> (String, usize) {
+    let mut text = String::new();
+    let mut tokens_before_done = 0;
+    loop {
+        match rx.blocking_recv().expect("an event") {
+            Event::Text {
+                text: t, tokens, ..
+            } => {
+                text.push_str(&t);
+                tokens_before_done += tokens;
+            }
+            Event::Done { .. } => return (text, tokens_before_done),
+            Event::Error(e) => panic!("{e}"),
+        }
+    }
 }
 
 /// A long prompt that arrives while another request decodes is prefilled a chunk per iteration
@@ -257,36 +296,7 @@ fn chunked_prefill_changes_no_output() {
         prefill_chunk: engine::PREFILL_CHUNK,
     };
     let (handle, thread) = engine::spawn(model(), tok.clone(), config, metrics.clone());
-    let submit = |prompt: &[u32], max_tokens| {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        handle
-            .submit(GenRequest {
-                prompt: prompt.to_vec(),
-                params: SamplingParams::greedy(max_tokens),
-                top_logprobs: 0,
-                guide: None,
-                events: tx,
-            })
-            .map_err(|e| format!("{e:?}"))
-            .unwrap();
-        rx
-    };
-    let collect = |mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>| {
-        let mut text = String::new();
-        let mut tokens_before_done = 0;
-        loop {
-            match rx.blocking_recv().expect("an event") {
-                Event::Text {
-                    text: t, tokens, ..
-                } => {
-                    text.push_str(&t);
-                    tokens_before_done += tokens;
-                }
-                Event::Done { .. } => return (text, tokens_before_done),
-                Event::Error(e) => panic!("{e}"),
-            }
-        }
-    };
+    let submit = |prompt: &[u32], max_tokens| submit_greedy(&handle, prompt, max_tokens);
     let mut running = submit(&short, 60);
     // Wait for the short request's first token, so the long one arrives mid-decode.
     let mut text = String::new();
@@ -308,6 +318,57 @@ fn chunked_prefill_changes_no_output() {
     assert_eq!(long_text, long_alone);
     // The long prompt was prefilled in chunks between the running request's decode steps.
     assert!(metrics.chunked_prompt_tokens.load(Relaxed) >= 1024);
+    drop(handle);
+    thread.join().unwrap();
+}
+
+/// A weight update queued while a request decodes waits for it: that request finishes on the old
+/// weights and the one queued after the update runs on the new ones, each giving what its model
+/// gives alone. A checkpoint that cannot load fails the update and leaves the weights as they were.
+#[test]
+fn a_weight_update_waits_for_running_sequences() {
+    let tok = tokenizer();
+    let vocab = tok.get_vocab_size(true);
+    let model =
+        |seed| M::random("tiny", vocab, seed, WeightDtype::F32, Default::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    hat::model::io::checkpoint::save(&model(5).model, dir.path(), Default::default()).unwrap();
+    let first: Vec<u32> = (0..20u32).map(|i| (i * 13 + 7) % vocab as u32).collect();
+    let second: Vec<u32> = (0..30u32).map(|i| (i * 7 + 1) % vocab as u32).collect();
+    let (old_first, _, _) = run_alone(model(3), &tok, &first, SamplingParams::greedy(40));
+    let (old_second, _, _) = run_alone(model(3), &tok, &second, SamplingParams::greedy(20));
+    let (new_second, _, _) = run_alone(model(5), &tok, &second, SamplingParams::greedy(20));
+    assert_ne!(
+        old_second, new_second,
+        "pick seeds whose models answer differently"
+    );
+
+    let metrics = Arc::new(Metrics::default());
+    let config = EngineConfig {
+        queue_capacity: 8,
+        max_batch: 4,
+        max_context: 4096,
+        prefill_chunk: engine::PREFILL_CHUNK,
+    };
+    let (handle, thread) = engine::spawn(model(3), tok.clone(), config, metrics.clone());
+    let failed = handle.load_weights("/no/such/checkpoint".into()).unwrap();
+    assert!(failed.blocking_recv().unwrap().is_err());
+    let mut running = submit_greedy(&handle, &first, 40);
+    let mut text = match running.blocking_recv().unwrap() {
+        Event::Text { text, .. } => text,
+        e => panic!("{e:?}"),
+    };
+    let update = handle.load_weights(dir.path().to_path_buf()).unwrap();
+    let after = submit_greedy(&handle, &second, 20);
+    text.push_str(&collect(running).0);
+    assert_eq!(text, old_first, "the running request switched weights");
+    update.blocking_recv().unwrap().unwrap();
+    assert_eq!(
+        collect(after).0,
+        new_second,
+        "the request after the update ran on the old weights"
+    );
+    assert_eq!(metrics.weight_updates.load(Relaxed), 1);
     drop(handle);
     thread.join().unwrap();
 }

@@ -1,7 +1,7 @@
 //! `grpo-train`: HSA-RL. Groups of episodes of the policy (or of a tool agent and a reply agent) in the
 //! live-room simulator under the original harness and HSA variants with faults, the judge's rewards,
 //! GRPO/GDPO advantages per turn kind, and the clipped policy-gradient update (token-level or GSPO,
-//! optionally with truncated importance sampling). Logic lives in `hat::rl`.
+//! optionally with truncated importance sampling), rollouts in-process or on inference servers. Logic lives in `hat::rl`.
 
 use std::process::ExitCode;
 
@@ -18,7 +18,8 @@ const AFTER_HELP: &str = "\
 OUTPUT (in --out)
   metrics.jsonl   one line per step, TRL's names: reward, rewards/<name>/mean, reward_std/<kind>,
                   frac_reward_zero_std/<kind>, clip_ratio/{low,high,region}_mean, kl, entropy,
-                  completions/mean_length, right_tool, time/{rollout,scoring,reference,update}_s;
+                  completions/mean_length, right_tool,
+                  time/{weight_sync,rollout,scoring,reference,update}_s;
                   with --teacher: opd/reverse_kl, opd/advantage_mean;
                   with --tis-imp-ratio-cap: tis/mean_ratio, tis/clipped_frac, tis/matched_frac;
                   with --two-agent the policy's own metrics (loss, kl, clip ratios, ...) as tool/… and reply/…
@@ -26,6 +27,7 @@ OUTPUT (in --out)
   rollouts/       step-NNNNNN.jsonl: every episode of the step, judged (reads with `judge report`)
   checkpoint-NNNNNN/  HF directory + optimizer + trainer state; --resume continues exactly
                   (--two-agent: tool/checkpoint-NNNNNN/ and reply/checkpoint-NNNNNN/)
+  rollout-weights/  with --rollout-endpoint: the weights the servers load before each step
 
 EXAMPLE
   hsa-augment --harness harness --out out/variants -n 8 --pool train
@@ -37,6 +39,11 @@ EXAMPLE
   grpo-train ... --teacher out/base/checkpoint-000200 --kl-penalty-coef 0.5
   # truncated importance sampling against the sampler's recorded log-probs
   grpo-train ... --tis-imp-ratio-cap 2
+  # rollouts on two inference servers that load each step's weights from disk
+  serve --model out/distill/checkpoint-000400 --port 8001 --enable-weight-updates &
+  serve --model out/distill/checkpoint-000400 --port 8002 --enable-weight-updates &
+  grpo-train ... --rollout-endpoint http://127.0.0.1:8001/v1 --rollout-endpoint http://127.0.0.1:8002/v1 \\
+      --concurrency 16 --tis-imp-ratio-cap 2
   # a tool agent and a reply agent, both from the SFT checkpoint
   grpo-train ... --two-agent --out out/grpo-two-agent";
 

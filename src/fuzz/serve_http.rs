@@ -256,6 +256,7 @@ fn server() -> SocketAddr {
             let options = AppOptions {
                 model_name: MODEL.into(),
                 random_weights: true,
+                weight_updates: false,
                 format: ToolCallFormat::Hermes,
                 timeout: Duration::from_secs(10),
                 default_max_tokens: 4,

@@ -145,6 +145,19 @@ impl OpenAi {
         body
     }
 
+    /// [`Policy::respond`] with `fields` set in the request body (a per-request `seed`, say).
+    pub fn respond_with(
+        &self,
+        conv: &Conversation<'_>,
+        fields: &Map<String, Value>,
+    ) -> Result<Message> {
+        let mut body = self.body(conv);
+        for (k, v) in fields {
+            body[k] = v.clone();
+        }
+        parse_response(&self.post(conv.session, &body.to_string())?)
+    }
+
     /// POSTs `body` to the endpoint of `session` (the least busy for a new one).
     fn post(&self, session: Option<&str>, body: &str) -> Result<String> {
         let endpoint = self.endpoints.pick(session);
@@ -243,8 +256,7 @@ impl Policy for OpenAi {
     }
 
     fn respond(&self, conv: &Conversation<'_>) -> Result<Message> {
-        let body = self.body(conv).to_string();
-        parse_response(&self.post(conv.session, &body)?)
+        self.respond_with(conv, &Map::new())
     }
 
     fn end_session(&self, session: &str) {

@@ -12,6 +12,7 @@ use clap::Args;
 use super::advantage::{AdvantageConfig, Aggregation, ScaleRewards};
 use super::learner::Start;
 use super::policy_loss::{ImportanceSamplingLevel, LossType, PolicyLossConfig};
+use super::remote::{RemoteConfig, RemoteRollouts};
 use super::trainer::{train, GrpoConfig, Policies, RunInputs, REPLY_REWARDS, TOOL_REWARDS};
 use crate::agent::two_agent::AgentRole;
 use crate::agent::{Agent, SimEnv};
@@ -113,6 +114,27 @@ pub struct GrpoArgs {
     /// Episodes run at once (generation itself takes the model in turns).
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
+    /// Play the rollouts on this OpenAI-compatible server instead of in-process (repeat for
+    /// replicas; requests are balanced, an episode stays on one): `serve --enable-weight-updates`
+    /// or SGLang, sharing this machine's file system. Before each step the current weights go to
+    /// OUT/rollout-weights/ and every server loads them (`POST /update_weights_from_disk`). The
+    /// servers' log-probs come back with every reply: add --tis-imp-ratio-cap 2 to correct for
+    /// their numerics, and raise --concurrency to keep them busy.
+    #[arg(
+        long = "rollout-endpoint",
+        value_name = "URL",
+        conflicts_with = "two_agent"
+    )]
+    pub rollout_endpoints: Vec<String>,
+    /// The served model's name (default: the first of GET /v1/models).
+    #[arg(long, requires = "rollout_endpoints")]
+    pub rollout_model: Option<String>,
+    /// API key of the rollout servers.
+    #[arg(long, env = "HAT_ROLLOUT_API_KEY", hide_env_values = true)]
+    pub rollout_api_key: Option<String>,
+    /// Per-request timeout of the rollout servers, in seconds (a weight load included).
+    #[arg(long, default_value_t = 300)]
+    pub rollout_timeout: u64,
 }
 
 /// `weights` over `names` from `NAME=W,…` (other names in the spec belong to the other kind).
@@ -263,6 +285,21 @@ where
         }
         None => None,
     };
+    let remote = if a.rollout_endpoints.is_empty() {
+        None
+    } else {
+        let cfg = RemoteConfig {
+            urls: a.rollout_endpoints.clone(),
+            model: a.rollout_model.clone(),
+            api_key: a.rollout_api_key.clone(),
+            timeout: std::time::Duration::from_secs(a.rollout_timeout.max(1)),
+            max_tokens: a.max_completion_length,
+        };
+        Some(RemoteRollouts::new(
+            &cfg,
+            &a.run.out.join("rollout-weights"),
+        )?)
+    };
     let inputs = RunInputs {
         tasks: &tasks,
         agents: &agents,
@@ -271,6 +308,7 @@ where
         tokenizer_dir: Path::new(&a.model),
         out: &a.run.out,
         concurrency: a.concurrency,
+        remote: remote.as_ref(),
     };
     for ckpt in train::<B>(&cfg, policies, teacher, &inputs, a.run.resume, stop, device)? {
         println!("{}", ckpt.display());

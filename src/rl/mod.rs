@@ -5,6 +5,7 @@
 //! advantage.rs    GRPO / GDPO advantages over several rewards (TRL's names and ε, Bessel std)
 //! policy_loss.rs  token / sequence (GSPO) ratios, clipping, loss types, k3 KL: values and ∂L/∂logp
 //! rollout.rs      which tasks and harnesses a step plays; G episodes per task, judged
+//! remote.rs       rollouts on inference servers (serve, SGLang) with weight sync by checkpoint reload
 //! update.rs       policy turns as spans of a view; μ optimizer steps of the NLL weighted by −∂L/∂logp
 //! sides.rs        which rewards judge a completion and which policy learns it (tool / reply side)
 //! learner.rs      one trained policy (weights, optimizer, reference, checkpoints, sampler) and its step
@@ -20,6 +21,7 @@ pub mod cli;
 pub mod learner;
 pub mod opd_term;
 pub mod policy_loss;
+pub mod remote;
 pub mod rollout;
 pub mod sides;
 pub mod tis;

@@ -24,6 +24,9 @@
 //! rewards and updates that agent's model only; each agent is a [`Learner`] with its own reference,
 //! optimizer and checkpoints.
 //!
+//! **Rollouts on inference servers** ([`super::remote`]): with `remote` the episodes are played by
+//! OpenAI-compatible endpoints, which load the current weights from disk before each step.
+//!
 //! `old` is recomputed by the trainer on the re-rendered episode: the view's tokens are the ones the
 //! gradient needs. The sampler records its own log-probs on every message it generates; with
 //! `tis_imp_ratio_cap` each token's policy-gradient term is weighted by `min(π_old/π_sampler, C)`
@@ -41,6 +44,7 @@ use serde_json::{json, Value};
 use super::advantage::{advantages, AdvantageConfig, Advantages};
 use super::learner::{mean, Learner, Start, StepData};
 use super::policy_loss::PolicyLossConfig;
+use super::remote::RemoteRollouts;
 use super::rollout::{draws, play_groups, Group};
 use super::sides::{completions, Completions};
 use super::tis::sampler_logprobs;
@@ -121,6 +125,8 @@ pub struct RunInputs<'a> {
     pub out: &'a Path,
     /// Episodes run at once.
     pub concurrency: usize,
+    /// Inference servers that play the rollouts instead of the in-process model (single policy).
+    pub remote: Option<&'a RemoteRollouts>,
 }
 
 /// Group advantages of every episode for the rewards `names`.
@@ -209,6 +215,10 @@ where
         .num_threads(inputs.concurrency.max(1))
         .build()?;
     let two_agent = learners.len() == 2;
+    anyhow::ensure!(
+        !(two_agent && inputs.remote.is_some()),
+        "rollout endpoints play one policy; two-agent mode plays its two models in-process"
+    );
     let pb = step_progress(cfg.max_steps, learners[0].state.step);
     while learners[0].state.step < cfg.max_steps {
         if stop.load(Ordering::SeqCst) {
@@ -216,9 +226,16 @@ where
         }
         let step = learners[0].state.step;
         let clock = Instant::now();
-        for l in &learners {
-            l.policy.set_model(l.model.valid())?;
+        match inputs.remote {
+            Some(remote) => remote.sync(&learners[0].model.valid(), inputs.tokenizer_dir)?,
+            None => {
+                for l in &learners {
+                    l.policy.set_model(l.model.valid())?;
+                }
+            }
         }
+        let weight_sync_s = clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
         let picks = draws(
             cfg.seed,
             step,
@@ -233,6 +250,9 @@ where
         let samplers: Vec<&LocalPolicy<B::InnerBackend>> =
             learners.iter().map(|l| &l.policy).collect();
         let sampler = |seed: u64| -> Box<dyn Policy> {
+            if let Some(remote) = inputs.remote {
+                return remote.policy(seed);
+            }
             match &samplers[..] {
                 [tool, reply] => Box::new(TwoAgent::new(
                     tool.sibling(seed),
@@ -332,6 +352,7 @@ where
             updated.push(learner);
         }
         learners = updated;
+        obj.insert("time/weight_sync_s".into(), json!(weight_sync_s));
         obj.insert("time/rollout_s".into(), json!(rollout_s));
         obj.insert("time/scoring_s".into(), json!(scoring_s));
         obj.insert("time/reference_s".into(), json!(reference_s));

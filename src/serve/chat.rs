@@ -17,7 +17,7 @@ use futures_util::stream::{self, Stream};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::engine::{Event, FinishReason, GenRequest, SubmitError, TokenLogprob};
+use super::engine::{Event, FinishReason, GenRequest, TokenLogprob};
 use super::error::ApiError;
 use super::guide::Guide;
 use super::protocol::{parse_chat, ChatRequest, ToolChoice};
@@ -154,16 +154,7 @@ pub fn enqueue(
         guide,
         events: tx,
     };
-    app.engine.submit(gen).map_err(|e| match e {
-        SubmitError::QueueFull => ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "the request queue is full; retry later",
-        ),
-        SubmitError::ShuttingDown => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the server is shutting down",
-        ),
-    })?;
+    app.engine.submit(gen)?;
     Ok(rx)
 }
 

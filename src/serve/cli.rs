@@ -12,7 +12,6 @@ use clap::Parser;
 
 use super::engine::EngineConfig;
 use super::model::BurnModel;
-use super::prompt_logprobs::ModelScorer;
 use super::server::{self, HttpLimits};
 use super::{agent, build_app, AppOptions};
 use crate::chat::{ChatTemplate, ToolCallFormat};
@@ -30,6 +29,7 @@ type Backend = burn::backend::NdArray<f32>;
     about = "OpenAI-compatible server for HAT models: /v1/chat/completions (streaming, tools), /v1/agent \
              (the complete harness-driven host), /v1/models, /health, /metrics; continuous batching",
     after_help = "Examples:\n  serve --model out/ckpt --harness harness-samples/taolive\n  \
+                  serve --model out/ckpt --enable-weight-updates   # an RL trainer's rollout server\n  \
                   serve --preset tiny --tokenizer out/tokenizer --port 8001   # random weights: demos and tests only"
 )]
 pub struct ServeArgs {
@@ -110,6 +110,12 @@ pub struct ServeArgs {
     /// (docs/serving-performance.md). CPU backend only.
     #[arg(long, value_enum, default_value_t = WeightDtype::F32)]
     pub dtype: WeightDtype,
+    /// Accept `POST /update_weights_from_disk {"model_path": DIR}` (SGLang's endpoint): load new
+    /// weights of the same vocabulary while serving, after the requests already accepted finish.
+    /// For an RL trainer that plays its rollouts here (`grpo-train --rollout-endpoint`). Behind
+    /// --api-key when one is set; it reads any directory this process can.
+    #[arg(long)]
+    pub enable_weight_updates: bool,
 }
 
 pub fn main() -> ExitCode {
@@ -125,28 +131,29 @@ pub fn main() -> ExitCode {
 
 fn run(args: ServeArgs) -> Result<()> {
     let device = Default::default();
-    let (model_dir, model, random): (_, BurnModel<Backend>, _) = match (&args.model, &args.preset) {
-        (Some(dir), _) => (
-            dir.clone(),
-            BurnModel::<Backend>::load(dir, args.dtype, device)?,
-            false,
-        ),
-        (None, Some(preset)) => {
-            let dir = args
-                .tokenizer
-                .clone()
-                .context("--preset needs --tokenizer DIR")?;
-            let vocab = crate::tokenizer::load(&dir)?.get_vocab_size(true);
-            (
-                dir,
-                BurnModel::<Backend>::random(preset, vocab, args.seed, args.dtype, device)?,
-                true,
-            )
-        }
-        (None, None) => {
-            bail!("give --model DIR (or --preset NAME --tokenizer DIR for random weights)")
-        }
-    };
+    let (model_dir, mut model, random): (_, BurnModel<Backend>, _) =
+        match (&args.model, &args.preset) {
+            (Some(dir), _) => (
+                dir.clone(),
+                BurnModel::<Backend>::load(dir, args.dtype, device)?,
+                false,
+            ),
+            (None, Some(preset)) => {
+                let dir = args
+                    .tokenizer
+                    .clone()
+                    .context("--preset needs --tokenizer DIR")?;
+                let vocab = crate::tokenizer::load(&dir)?.get_vocab_size(true);
+                (
+                    dir,
+                    BurnModel::<Backend>::random(preset, vocab, args.seed, args.dtype, device)?,
+                    true,
+                )
+            }
+            (None, None) => {
+                bail!("give --model DIR (or --preset NAME --tokenizer DIR for random weights)")
+            }
+        };
     let tokenizer = crate::tokenizer::load(&model_dir)?;
     let template = ChatTemplate::from_model_dir(&model_dir)?;
     let name = match (&args.served_model_name, &args.preset) {
@@ -162,6 +169,7 @@ fn run(args: ServeArgs) -> Result<()> {
     let options = AppOptions {
         model_name: name.clone(),
         random_weights: random,
+        weight_updates: args.enable_weight_updates,
         format: args.tool_call_format,
         timeout: Duration::from_secs(args.timeout_secs.max(1)),
         default_max_tokens: args.default_max_tokens,
@@ -179,7 +187,7 @@ fn run(args: ServeArgs) -> Result<()> {
     };
     let agent_on = agent.is_some();
     let weight_bytes = model.model.weight_bytes();
-    let scorer = ModelScorer::<Backend>::new(model.model.clone(), Default::default());
+    let scorer = model.scorer();
     let model = model.with_prefix_cache(args.prefix_cache_entries);
     let model = if args.mtp {
         model.with_mtp(args.mtp_draft_tokens)?
@@ -187,7 +195,7 @@ fn run(args: ServeArgs) -> Result<()> {
         model
     };
     let (app, engine) = build_app(model, tokenizer, template, &options, agent);
-    let _ = app.scorer.set(std::sync::Arc::new(scorer));
+    let _ = app.scorer.set(scorer);
     let addr: SocketAddr = format!("{}:{}", args.host, args.port)
         .parse()
         .with_context(|| format!("bad --host/--port {}:{}", args.host, args.port))?;

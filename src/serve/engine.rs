@@ -7,6 +7,7 @@
 //! it runs the same on any burn backend; `serve::model` implements it for [`crate::model::CausalLm`].
 
 use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -28,6 +29,14 @@ pub trait StepModel: Send + 'static {
     /// The running sequences' states, kept in place from step to step (see `serve::batch`).
     type Batch: Send;
     fn vocab_size(&self) -> usize;
+    /// Replaces the weights with the checkpoint in `dir` (same tokenizer). Called only while no
+    /// sequence runs or waits half-prefilled.
+    fn load_weights(&mut self, dir: &Path) -> Result<()> {
+        anyhow::bail!(
+            "this model cannot load new weights (asked for {})",
+            dir.display()
+        )
+    }
     /// Runs the prompts, each continuing its [`Partial`] prefill when it has one (or a cached
     /// prefix), batched where it can: the requests admitted in one iteration arrive together. One
     /// result per prompt, so that a bad prompt fails alone.
@@ -161,10 +170,24 @@ pub enum SubmitError {
     ShuttingDown,
 }
 
+/// New weights to load from a checkpoint directory, and where to say how it went.
+pub struct WeightUpdate {
+    pub dir: PathBuf,
+    pub done: tokio::sync::oneshot::Sender<Result<(), String>>,
+}
+
+/// What the engine's queue carries: requests to generate for, in arrival order, and weight updates,
+/// which wait for the sequences before them to finish and hold back those after them (no sequence
+/// mixes two sets of weights).
+pub enum Work {
+    Generate(GenRequest),
+    LoadWeights(WeightUpdate),
+}
+
 /// The HTTP side's handle. Dropping every handle lets the engine finish its work and stop.
 #[derive(Clone)]
 pub struct EngineHandle {
-    tx: SyncSender<GenRequest>,
+    tx: SyncSender<Work>,
     metrics: Arc<Metrics>,
     pub max_context: usize,
 }
@@ -172,13 +195,30 @@ pub struct EngineHandle {
 impl EngineHandle {
     pub fn submit(&self, req: GenRequest) -> Result<(), SubmitError> {
         self.metrics.queue_depth.fetch_add(1, Relaxed);
-        self.tx.try_send(req).map_err(|e| {
+        self.tx.try_send(Work::Generate(req)).map_err(|e| {
             self.metrics.queue_depth.fetch_sub(1, Relaxed);
-            match e {
-                TrySendError::Full(_) => SubmitError::QueueFull,
-                TrySendError::Disconnected(_) => SubmitError::ShuttingDown,
-            }
+            refused(e)
         })
+    }
+
+    /// Queues loading the checkpoint in `dir`; the receiver says how it went, once the sequences
+    /// queued before it have finished.
+    pub fn load_weights(
+        &self,
+        dir: PathBuf,
+    ) -> Result<tokio::sync::oneshot::Receiver<Result<(), String>>, SubmitError> {
+        let (done, rx) = tokio::sync::oneshot::channel();
+        self.tx
+            .try_send(Work::LoadWeights(WeightUpdate { dir, done }))
+            .map_err(refused)?;
+        Ok(rx)
+    }
+}
+
+fn refused<T>(e: TrySendError<T>) -> SubmitError {
+    match e {
+        TrySendError::Full(_) => SubmitError::QueueFull,
+        TrySendError::Disconnected(_) => SubmitError::ShuttingDown,
     }
 }
 
@@ -257,23 +297,35 @@ impl<S> Warming<S> {
 }
 
 impl<M: StepModel> Engine<M> {
-    fn run(mut self, rx: Receiver<GenRequest>) {
+    fn run(mut self, rx: Receiver<Work>) {
         self.batch = Some(self.model.new_batch());
         let mut open = true;
-        while open || !self.active.is_empty() || !self.warming.is_empty() {
+        // A weight update waiting for the running sequences to finish; nothing new is taken meanwhile.
+        let mut update: Option<WeightUpdate> = None;
+        loop {
+            let busy = !self.active.is_empty() || !self.warming.is_empty();
+            if !busy {
+                if let Some(u) = update.take() {
+                    self.load_weights(u);
+                }
+            }
+            if !open && !busy {
+                break;
+            }
             let mut incoming = Vec::new();
             // Idle: block until work arrives (or every handle is gone).
-            if self.active.is_empty() && self.warming.is_empty() {
+            if !busy {
                 match rx.recv() {
-                    Ok(req) => incoming.extend(self.screen(req)),
+                    Ok(work) => self.take(work, &mut incoming, &mut update),
                     Err(_) => break,
                 }
             }
             while open
+                && update.is_none()
                 && self.active.len() + self.warming.len() + incoming.len() < self.config.max_batch
             {
                 match rx.try_recv() {
-                    Ok(req) => incoming.extend(self.screen(req)),
+                    Ok(work) => self.take(work, &mut incoming, &mut update),
                     Err(mpsc::TryRecvError::Empty) => break,
                     Err(mpsc::TryRecvError::Disconnected) => open = false,
                 }
@@ -334,6 +386,28 @@ impl<M: StepModel> Engine<M> {
             }
         }
         ready
+    }
+
+    /// Sorts work off the queue: a request joins `incoming` (if [`Self::screen`] keeps it), a weight
+    /// update waits in `update`.
+    fn take(&self, work: Work, incoming: &mut Vec<GenRequest>, update: &mut Option<WeightUpdate>) {
+        match work {
+            Work::Generate(req) => incoming.extend(self.screen(req)),
+            Work::LoadWeights(u) => *update = Some(u),
+        }
+    }
+
+    /// Loads new weights (no sequence is running) and tells whoever asked.
+    fn load_weights(&mut self, u: WeightUpdate) {
+        let result = self
+            .model
+            .load_weights(&u.dir)
+            .map_err(|e| format!("{e:#}"));
+        if result.is_ok() {
+            self.metrics.weight_updates.fetch_add(1, Relaxed);
+            self.batch = Some(self.model.new_batch());
+        }
+        let _ = u.done.send(result);
     }
 
     /// Takes a request off the queue: `None` when its client gave up while queued or its prompt

@@ -6,6 +6,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::engine::SubmitError;
+
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: StatusCode,
@@ -41,6 +43,7 @@ impl ApiError {
         match self.status {
             StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY => "BadRequestError",
             StatusCode::UNAUTHORIZED => "AuthenticationError",
+            StatusCode::FORBIDDEN => "PermissionDeniedError",
             StatusCode::NOT_FOUND => "NotFoundError",
             StatusCode::PAYLOAD_TOO_LARGE => "RequestTooLargeError",
             StatusCode::TOO_MANY_REQUESTS => "RateLimitError",
@@ -53,6 +56,21 @@ impl ApiError {
     pub fn body(&self) -> Value {
         json!({"error": {"message": self.message, "type": self.kind(), "param": self.param,
                          "code": self.status.as_u16()}})
+    }
+}
+
+impl From<SubmitError> for ApiError {
+    fn from(e: SubmitError) -> ApiError {
+        match e {
+            SubmitError::QueueFull => ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "the request queue is full; retry later",
+            ),
+            SubmitError::ShuttingDown => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is shutting down",
+            ),
+        }
     }
 }
 

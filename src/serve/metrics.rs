@@ -67,6 +67,8 @@ pub struct Metrics {
     pub spec_rounds: AtomicU64,
     pub spec_drafted: AtomicU64,
     pub spec_accepted: AtomicU64,
+    /// New weights loaded while serving (`POST /update_weights_from_disk`).
+    pub weight_updates: AtomicU64,
     /// Steps while one sequence ran alone, plain and speculative: tokens and nanoseconds, whose
     /// ratio of rates is the speed-up speculation gives at concurrency 1.
     lone_plain: [AtomicU64; 2],
@@ -224,6 +226,12 @@ impl Metrics {
                 "counter",
                 "Drafted tokens the main model agreed with.",
                 &self.spec_accepted,
+            ),
+            (
+                "hat_weight_updates_total",
+                "counter",
+                "New weights loaded while serving (POST /update_weights_from_disk).",
+                &self.weight_updates,
             ),
         ];
         for (name, kind, help, v) in gauges {

@@ -5,7 +5,7 @@
 //! step) · [`detok`] (text deltas and stop strings) · [`guide`] (schema-guided forced tool calls) ·
 //! [`protocol`] (request parsing) · [`chat`] and [`stream`] (the chat endpoint and its SSE chunks) ·
 //! [`completions`] (legacy completions with vLLM's `prompt_logprobs`, scored by [`prompt_logprobs`]) ·
-//! [`agent`] · [`server`] (routes, limits, shutdown) · [`auth`] (the API key check) · [`metrics`] · [`error`] · [`cli`].
+//! [`agent`] · [`weights`] (loading new weights while serving) · [`server`] (routes, limits, shutdown) · [`auth`] (the API key check) · [`metrics`] · [`error`] · [`cli`].
 
 pub mod agent;
 pub mod auth;
@@ -24,6 +24,7 @@ pub mod prompt_logprobs;
 pub mod protocol;
 pub mod server;
 pub mod stream;
+pub mod weights;
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -41,6 +42,8 @@ use server::{App, AppState};
 pub struct AppOptions {
     pub model_name: String,
     pub random_weights: bool,
+    /// Whether `POST /update_weights_from_disk` may load new weights.
+    pub weight_updates: bool,
     pub format: ToolCallFormat,
     pub timeout: Duration,
     pub default_max_tokens: usize,
@@ -72,7 +75,8 @@ pub fn build_app<M: StepModel>(
         template,
         format: options.format,
         model_name: options.model_name.clone(),
-        random_weights: options.random_weights,
+        random_weights: options.random_weights.into(),
+        weight_updates: options.weight_updates,
         metrics,
         timeout: options.timeout,
         default_max_tokens: options.default_max_tokens,

@@ -5,13 +5,15 @@
 //! sequence when asked (`serve --mtp`).
 
 use std::path::Path;
+use std::sync::Arc;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, ensure, Context, Result};
 use burn::prelude::Backend;
 
 use super::batch::RunningBatch;
 use super::engine::{Partial, Prefilled, SpecRound, StepModel};
 use super::mtp::{self, SpecState};
+use super::prompt_logprobs::ModelScorer;
 use crate::model::generation::prefix_cache::{PrefixCache, BLOCK as PREFIX_BLOCK, ENTRIES};
 use crate::model::{Cache, CausalLm, WeightDtype};
 use crate::train::batch::bucket;
@@ -31,6 +33,11 @@ pub struct BurnModel<B: Backend> {
     pub prefixes: PrefixCache<Cache<B>>,
     /// MTP drafts per speculative round (0: no speculation).
     pub mtp_drafts: usize,
+    /// How the projections are stored; new weights load the same way.
+    dtype: WeightDtype,
+    device: B::Device,
+    /// The prompt scorer serving `prompt_logprobs` beside the engine: handed every new set of weights.
+    scorer: Option<Arc<ModelScorer<B>>>,
 }
 
 impl<B: Backend> BurnModel<B> {
@@ -38,15 +45,26 @@ impl<B: Backend> BurnModel<B> {
     pub fn load(dir: &Path, dtype: WeightDtype, device: B::Device) -> Result<Self> {
         let model = CausalLm::load_as(dir, dtype, &device)
             .with_context(|| format!("loading the checkpoint in {}", dir.display()))?;
-        Ok(Self::new(model))
+        Ok(Self::new(model, dtype, device))
     }
 
-    pub fn new(model: CausalLm<B>) -> Self {
+    /// `model`, whose projections are stored as `dtype`, on `device`.
+    pub fn new(model: CausalLm<B>, dtype: WeightDtype, device: B::Device) -> Self {
         BurnModel {
             model,
             prefixes: PrefixCache::new(PREFIX_BLOCK, ENTRIES),
             mtp_drafts: 0,
+            dtype,
+            device,
+            scorer: None,
         }
+    }
+
+    /// A prompt scorer on the same weights, which follows them when new ones load.
+    pub fn scorer(&mut self) -> Arc<ModelScorer<B>> {
+        let scorer = Arc::new(ModelScorer::new(self.model.clone(), self.device.clone()));
+        self.scorer = Some(scorer.clone());
+        scorer
     }
 
     /// Speculates with the model's MTP head, `drafts` tokens per round, while one sequence runs.
@@ -79,7 +97,8 @@ impl<B: Backend> BurnModel<B> {
         device: B::Device,
     ) -> Result<Self> {
         let cfg = crate::model::presets::preset(preset, Some(vocab_size))?;
-        Ok(Self::new(CausalLm::init_as(&cfg, seed, dtype, &device)?))
+        let model = CausalLm::init_as(&cfg, seed, dtype, &device)?;
+        Ok(Self::new(model, dtype, device))
     }
 }
 
@@ -139,6 +158,31 @@ impl<B: Backend> StepModel for BurnModel<B> {
 
     fn vocab_size(&self) -> usize {
         self.model.config.vocab_size
+    }
+
+    /// New weights of the same vocabulary (the tokenizer stays), stored as before; the cached
+    /// prefixes were computed with the old ones and go.
+    fn load_weights(&mut self, dir: &Path) -> Result<()> {
+        let model = CausalLm::load_as(dir, self.dtype, &self.device)
+            .with_context(|| format!("loading the checkpoint in {}", dir.display()))?;
+        ensure!(
+            model.config.vocab_size == self.model.config.vocab_size,
+            "{} has a vocabulary of {} tokens; the served tokenizer's model has {}",
+            dir.display(),
+            model.config.vocab_size,
+            self.model.config.vocab_size
+        );
+        ensure!(
+            self.mtp_drafts == 0 || model.mtp.is_some(),
+            "{} has no MTP head, and this server speculates with one (--mtp)",
+            dir.display()
+        );
+        if let Some(scorer) = &self.scorer {
+            scorer.replace(model.clone());
+        }
+        self.model = model;
+        self.prefixes = PrefixCache::new(PREFIX_BLOCK, self.prefixes.capacity());
+        Ok(())
     }
 
     fn prefill_batch(

@@ -51,6 +51,11 @@ impl<B: Backend> ModelScorer<B> {
             device,
         }
     }
+
+    /// Scores with `model` from now on (the server loaded new weights).
+    pub fn replace(&self, model: CausalLm<B>) {
+        *self.model.lock().unwrap_or_else(|e| e.into_inner()) = model;
+    }
 }
 
 impl<B: Backend> PromptScorer for ModelScorer<B>

@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -28,6 +28,7 @@ use super::engine::EngineHandle;
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::prompt_logprobs::PromptScorer;
+use super::weights;
 use crate::chat::{ChatTemplate, ToolCallFormat};
 
 /// Everything a request handler reads.
@@ -38,7 +39,9 @@ pub struct AppState {
     pub format: ToolCallFormat,
     pub model_name: String,
     /// The weights are random (a preset, not a checkpoint): said in `/v1/models` and `/health`.
-    pub random_weights: bool,
+    pub random_weights: AtomicBool,
+    /// `POST /update_weights_from_disk` may load new weights (`serve --enable-weight-updates`).
+    pub weight_updates: bool,
     pub metrics: Arc<Metrics>,
     pub timeout: Duration,
     pub default_max_tokens: usize,
@@ -66,6 +69,7 @@ pub fn router(app: App, limits: &HttpLimits) -> Router {
         .route(completions::ENDPOINT, post(completions::completions))
         .route(agent::ENDPOINT, post(agent::agent_turn))
         .route("/v1/models", get(models))
+        .route(weights::ENDPOINT, post(weights::update_weights_from_disk))
         .route_layer(middleware::from_fn_with_state(app.clone(), require_key));
     Router::new()
         .merge(v1)
@@ -138,7 +142,7 @@ async fn require_key(State(app): State<App>, req: Request, next: Next) -> Respon
 }
 
 async fn health(State(app): State<App>) -> Response {
-    Json(json!({"status": "ok", "model": app.model_name, "random_weights": app.random_weights}))
+    Json(json!({"status": "ok", "model": app.model_name, "random_weights": app.random_weights.load(Relaxed)}))
         .into_response()
 }
 
@@ -147,7 +151,7 @@ async fn models(State(app): State<App>) -> Response {
     Json(json!({"object": "list", "data": [{
         "id": app.model_name, "object": "model", "created": app.created, "owned_by": "hat",
         "root": app.model_name, "parent": null, "max_model_len": app.engine.max_context,
-        "random_weights": app.random_weights}]}))
+        "random_weights": app.random_weights.load(Relaxed)}]}))
     .into_response()
 }
 

@@ -54,6 +54,35 @@ pub fn save<B: Backend, O: Backend>(
     opt: &AdamW<O>,
     state: &TrainerState,
 ) -> Result<()> {
+    write_atomically(dir, |tmp| {
+        write_model(tmp, model, tokenizer_dir)?;
+        save_optimizer(&tmp.join(OPTIMIZER), opt)?;
+        std::fs::write(tmp.join(STATE), serde_json::to_string_pretty(state)? + "\n")?;
+        write_manifest(tmp)
+    })
+}
+
+/// Writes `model` to `dir` atomically as a Hugging Face model directory (weights, config, tokenizer
+/// files), without a trainer's state: what an inference server loads.
+pub fn save_weights<B: Backend>(
+    dir: &Path,
+    model: &CausalLm<B>,
+    tokenizer_dir: &Path,
+) -> Result<()> {
+    write_atomically(dir, |tmp| write_model(tmp, model, tokenizer_dir))
+}
+
+fn write_model<B: Backend>(dir: &Path, model: &CausalLm<B>, tokenizer_dir: &Path) -> Result<()> {
+    save_model(model, dir, SaveOptions::default())?;
+    for f in TOKENIZER_FILES {
+        let from = tokenizer_dir.join(f);
+        std::fs::copy(&from, dir.join(f)).with_context(|| format!("copying {}", from.display()))?;
+    }
+    Ok(())
+}
+
+/// Runs `write` on a temporary sibling of `dir`, then renames it to `dir` (replacing what was there).
+fn write_atomically(dir: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let parent = dir.parent().unwrap_or(Path::new("."));
     let name = dir
         .file_name()
@@ -64,14 +93,7 @@ pub fn save<B: Backend, O: Backend>(
         std::fs::remove_dir_all(&tmp)
             .with_context(|| format!("removing stale {}", tmp.display()))?;
     }
-    save_model(model, &tmp, SaveOptions::default())?;
-    for f in TOKENIZER_FILES {
-        let from = tokenizer_dir.join(f);
-        std::fs::copy(&from, tmp.join(f)).with_context(|| format!("copying {}", from.display()))?;
-    }
-    save_optimizer(&tmp.join(OPTIMIZER), opt)?;
-    std::fs::write(tmp.join(STATE), serde_json::to_string_pretty(state)? + "\n")?;
-    write_manifest(&tmp)?;
+    write(&tmp)?;
     if dir.exists() {
         std::fs::remove_dir_all(dir).with_context(|| format!("replacing {}", dir.display()))?;
     }

@@ -12,7 +12,6 @@ use hat::chat::{ChatTemplate, ToolCallFormat};
 use hat::model::WeightDtype;
 use hat::serve::engine::EngineConfig;
 use hat::serve::model::BurnModel;
-use hat::serve::prompt_logprobs::ModelScorer;
 use hat::serve::server::{App, HttpLimits, RunningServer};
 use hat::serve::{agent, build_app, AppOptions};
 use hat::tokenizer::{self, TrainOptions, QWEN3_CHAT_TEMPLATE};
@@ -64,6 +63,7 @@ pub fn options() -> AppOptions {
     AppOptions {
         model_name: MODEL.into(),
         random_weights: true,
+        weight_updates: false,
         format: ToolCallFormat::Hermes,
         timeout: Duration::from_secs(60),
         default_max_tokens: 16,
@@ -85,7 +85,7 @@ pub async fn start_with(
     let dir = tokenizer_dir();
     let tok = tokenizer::load(dir).unwrap();
     let vocab = tok.get_vocab_size(true);
-    let model =
+    let mut model =
         BurnModel::<NdArray<f32>>::random("tiny", vocab, 3, WeightDtype::F32, Default::default())
             .unwrap();
     let template = ChatTemplate::from_model_dir(dir).unwrap();
@@ -96,9 +96,9 @@ pub async fn start_with(
         )
         .unwrap()
     });
-    let scorer = ModelScorer::new(model.model.clone(), Default::default());
+    let scorer = model.scorer();
     let (app, _engine) = build_app(model, tok, template, &opts, agent);
-    let _ = app.scorer.set(std::sync::Arc::new(scorer));
+    let _ = app.scorer.set(scorer);
     let server = RunningServer::start(app.clone(), limits, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -115,4 +115,56 @@ pub async fn start() -> (RunningServer, App, String) {
         false,
     )
     .await
+}
+
+/// Our `serve` on the checkpoint in `dir` as model `name`, `max_context` tokens a sequence, in the
+/// background of its own runtime (for tests whose client side blocks): `(runtime, server, base URL up
+/// to /v1)`. `weight_updates`: accept `POST /update_weights_from_disk`.
+pub fn serve_checkpoint(
+    dir: &std::path::Path,
+    name: &str,
+    max_context: usize,
+    weight_updates: bool,
+) -> (tokio::runtime::Runtime, RunningServer, String) {
+    let mut model =
+        BurnModel::<NdArray<f32>>::load(dir, WeightDtype::F32, Default::default()).unwrap();
+    let scorer = model.scorer();
+    let options = AppOptions {
+        model_name: name.into(),
+        random_weights: false,
+        weight_updates,
+        timeout: Duration::from_secs(120),
+        default_max_tokens: 16,
+        engine: EngineConfig {
+            queue_capacity: 64,
+            max_batch: 8,
+            max_context,
+            prefill_chunk: hat::serve::engine::PREFILL_CHUNK,
+        },
+        ..options()
+    };
+    let (app, _engine) = build_app(
+        model,
+        tokenizer::load(dir).unwrap(),
+        ChatTemplate::from_model_dir(dir).unwrap(),
+        &options,
+        None,
+    );
+    let _ = app.scorer.set(scorer);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt
+        .block_on(RunningServer::start(
+            app,
+            HttpLimits {
+                max_body_bytes: 1 << 20,
+            },
+            "127.0.0.1:0".parse().unwrap(),
+        ))
+        .unwrap();
+    let base = format!("http://{}/v1", server.addr);
+    (rt, server, base)
 }
