@@ -3,6 +3,7 @@
 //! the k3 KL term), and GRPO/GDPO advantages with a missing reward, from testdata/rl/fixtures.json
 //! (scripts/rl_fixtures.py).
 
+mod fake_endpoint;
 mod rl_support;
 mod serve_support;
 
@@ -211,6 +212,62 @@ mod end_to_end {
             .collect()
     }
 
+    /// What the loop tests play in: the sample harness, a 40-product catalog, 8 training tasks, a
+    /// random policy whose prompts fit (`dir`), timeouts injected.
+    struct World {
+        catalog: Catalog,
+        tasks: Vec<hat::record::Trajectory>,
+        dir: tempfile::TempDir,
+        agents: Vec<(String, Agent)>,
+        faults: FaultPlan,
+        views: ViewBuilder,
+    }
+
+    impl World {
+        fn new() -> World {
+            let (harness, names) = load_harness(Path::new("harness-samples/taolive")).unwrap();
+            let catalog = Catalog::generate(7, 40);
+            let tasks = generate(&catalog, &TaskConfig::new(Split::Train, 3), 8).unwrap();
+            let dir = policy_dir(&harness, &tasks);
+            let views = ViewBuilder::from_dir(dir.path()).unwrap();
+            World {
+                catalog,
+                tasks,
+                agents: vec![("taolive".to_string(), Agent::new(&harness, names).unwrap())],
+                dir,
+                faults: "timeout=0.2".parse().unwrap(),
+                views,
+            }
+        }
+
+        fn env(&self) -> SimEnv<'_> {
+            SimEnv {
+                catalog: &self.catalog,
+                faults: &self.faults,
+                seed: 11,
+            }
+        }
+
+        /// A run into `out`, one episode at a time or, with `remote`, two at once on its servers.
+        fn inputs<'a>(
+            &'a self,
+            env: &'a SimEnv<'a>,
+            out: &'a Path,
+            remote: Option<&'a hat::rl::remote::RemoteRollouts>,
+        ) -> RunInputs<'a> {
+            RunInputs {
+                tasks: &self.tasks,
+                agents: &self.agents,
+                env,
+                views: &self.views,
+                tokenizer_dir: self.dir.path(),
+                out,
+                concurrency: if remote.is_some() { 2 } else { 1 },
+                remote,
+            }
+        }
+    }
+
     /// Two GRPO steps of a random policy in the simulator with faults, then the same run resumed from
     /// its step-1 checkpoint: the episodes are judged and written, the metrics carry TRL's names, and
     /// the resumed run reproduces step 2 exactly (task and harness draws, sampling, judging). A random
@@ -218,31 +275,11 @@ mod end_to_end {
     /// the advantages is `the_update_follows_the_advantages`.
     #[test]
     fn grpo_trains_in_the_simulator_and_resumes_exactly() {
-        let harness_dir = Path::new("harness-samples/taolive");
-        let (harness, names) = load_harness(harness_dir).unwrap();
-        let catalog = Catalog::generate(7, 40);
-        let tasks = generate(&catalog, &TaskConfig::new(Split::Train, 3), 8).unwrap();
-        let dir = policy_dir(&harness, &tasks);
-        let agents = vec![("taolive".to_string(), Agent::new(&harness, names).unwrap())];
-        let faults: FaultPlan = "timeout=0.2".parse().unwrap();
-        let env = SimEnv {
-            catalog: &catalog,
-            faults: &faults,
-            seed: 11,
-        };
-        let views = ViewBuilder::from_dir(dir.path()).unwrap();
+        let world = World::new();
+        let env = world.env();
         let run = |out: &Path, resume: bool| {
-            let inputs = RunInputs {
-                tasks: &tasks,
-                agents: &agents,
-                env: &env,
-                views: &views,
-                tokenizer_dir: dir.path(),
-                out,
-                concurrency: 1,
-                remote: None,
-            };
-            let model = CausalLm::<B>::load(dir.path(), &Default::default()).unwrap();
+            let inputs = world.inputs(&env, out, None);
+            let model = CausalLm::<B>::load(world.dir.path(), &Default::default()).unwrap();
             train::<B>(
                 &config(2),
                 Policies::Single(Start {
@@ -722,28 +759,17 @@ mod end_to_end {
     #[test]
     fn rollouts_on_a_server_that_loads_each_steps_weights() {
         use hat::rl::remote::{RemoteConfig, RemoteRollouts};
-        let harness_dir = Path::new("harness-samples/taolive");
-        let (harness, names) = load_harness(harness_dir).unwrap();
-        let catalog = Catalog::generate(7, 40);
-        let tasks = generate(&catalog, &TaskConfig::new(Split::Train, 3), 8).unwrap();
-        let dir = policy_dir(&harness, &tasks);
+        let world = World::new();
         let served = tempfile::tempdir().unwrap();
-        copy_dir(dir.path(), served.path());
-        let own = CausalLm::<NdArray<f32>>::load(dir.path(), &Default::default()).unwrap();
+        copy_dir(world.dir.path(), served.path());
+        let own = CausalLm::<NdArray<f32>>::load(world.dir.path(), &Default::default()).unwrap();
         let other = CausalLm::<NdArray<f32>>::init(&own.config, 9, &Default::default()).unwrap();
         hat::model::io::checkpoint::save(&other, served.path(), Default::default()).unwrap();
         let context = own.config.max_position_embeddings;
         let (rt, server, url) =
             super::serve_support::serve_checkpoint(served.path(), "served", context, true);
 
-        let agents = vec![("taolive".to_string(), Agent::new(&harness, names).unwrap())];
-        let faults: FaultPlan = "timeout=0.2".parse().unwrap();
-        let env = SimEnv {
-            catalog: &catalog,
-            faults: &faults,
-            seed: 11,
-        };
-        let views = ViewBuilder::from_dir(dir.path()).unwrap();
+        let env = world.env();
         let out = tempfile::tempdir().unwrap();
         let mut cfg = config(2);
         cfg.tis_imp_ratio_cap = Some(2.0);
@@ -758,20 +784,11 @@ mod end_to_end {
             &out.path().join("rollout-weights"),
         )
         .unwrap();
-        let inputs = RunInputs {
-            tasks: &tasks,
-            agents: &agents,
-            env: &env,
-            views: &views,
-            tokenizer_dir: dir.path(),
-            out: out.path(),
-            concurrency: 2,
-            remote: Some(&remote),
-        };
+        let inputs = world.inputs(&env, out.path(), Some(&remote));
         train::<B>(
             &cfg,
             Policies::Single(Start {
-                model: CausalLm::<B>::load(dir.path(), &Default::default()).unwrap(),
+                model: CausalLm::<B>::load(world.dir.path(), &Default::default()).unwrap(),
                 reference: None,
             }),
             None,
@@ -834,13 +851,109 @@ mod end_to_end {
             "pick starting weights that score differently"
         );
         let root = url.trim_end_matches("/v1");
-        let metrics = ureq::get(&format!("{root}/metrics"))
+        let served_metrics = ureq::get(&format!("{root}/metrics"))
             .call()
             .unwrap()
             .into_string()
             .unwrap();
-        assert!(metrics.contains("hat_weight_updates_total 2"), "{metrics}");
+        assert!(
+            served_metrics.contains("hat_weight_updates_total 2"),
+            "{served_metrics}"
+        );
+
+        // The server gone, a resumed run stops at the next step's sync, naming it.
         rt.block_on(server.shutdown()).unwrap();
+        drop(rt);
+        let e = train::<B>(
+            &config(3),
+            Policies::Single(Start {
+                model: CausalLm::<B>::load(world.dir.path(), &Default::default()).unwrap(),
+                reference: None,
+            }),
+            None,
+            &inputs,
+            true,
+            &AtomicBool::new(false),
+            &Default::default(),
+        )
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains(&format!("{root}/update_weights_from_disk")),
+            "{e:#}"
+        );
+        assert_eq!(metrics(out.path()).len(), 2);
+    }
+
+    /// A rollout server that starts failing mid-run: requests are retried, episodes that still fail
+    /// are left out of their groups and counted (`rollout_errors`), and the step in which none could
+    /// be played stops the run, naming the step and the error, with the steps before it kept.
+    #[test]
+    fn a_failing_rollout_server_drops_episodes_then_stops_the_run() {
+        use hat::rl::remote::{RemoteConfig, RemoteRollouts};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let world = World::new();
+        // Weight loads succeed; chat requests 0..6 get a reply, every later one a 500.
+        let chats = AtomicUsize::new(0);
+        let (url, _) = super::fake_endpoint::serve_json(move |body, _| {
+            if body.contains("model_path") {
+                return (
+                    200,
+                    serde_json::json!({"success": true, "message": "loaded"}),
+                );
+            }
+            if chats.fetch_add(1, Ordering::SeqCst) < 6 {
+                let msg = serde_json::json!({"role": "assistant", "content": "宝宝们好"});
+                (200, serde_json::json!({"choices": [{"message": msg}]}))
+            } else {
+                (500, serde_json::json!({"error": "the server is down"}))
+            }
+        });
+        let env = world.env();
+        let out = tempfile::tempdir().unwrap();
+        let remote = RemoteRollouts::new(
+            &RemoteConfig {
+                urls: vec![format!("{url}/v1")],
+                model: Some("fake".into()),
+                api_key: None,
+                timeout: std::time::Duration::from_secs(10),
+                max_tokens: 12,
+            },
+            &out.path().join("rollout-weights"),
+        )
+        .unwrap();
+        let e = train::<B>(
+            &config(3),
+            Policies::Single(Start {
+                model: CausalLm::<B>::load(world.dir.path(), &Default::default()).unwrap(),
+                reference: None,
+            }),
+            None,
+            &RunInputs {
+                // One episode at a time: requests arrive in a fixed order.
+                concurrency: 1,
+                ..world.inputs(&env, out.path(), Some(&remote))
+            },
+            false,
+            &AtomicBool::new(false),
+            &Default::default(),
+        )
+        .unwrap_err();
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("step 3: none of the 4 episodes could be played"),
+            "{e}"
+        );
+        assert!(e.contains("the server is down"), "{e}");
+        let m = metrics(out.path());
+        assert_eq!(m.len(), 2);
+        assert_eq!(
+            (&m[0]["episodes"], &m[0]["rollout_errors"]),
+            (&4.into(), &0.into())
+        );
+        assert_eq!(
+            (&m[1]["episodes"], &m[1]["rollout_errors"]),
+            (&2.into(), &2.into())
+        );
     }
 
     /// Two-agent mode through the whole loop: two steps of a random tool agent and reply agent in the
@@ -850,35 +963,15 @@ mod end_to_end {
     #[test]
     fn two_agents_train_and_resume_exactly() {
         use burn::module::AutodiffModule;
-        let harness_dir = Path::new("harness-samples/taolive");
-        let (harness, names) = load_harness(harness_dir).unwrap();
-        let catalog = Catalog::generate(7, 40);
-        let tasks = generate(&catalog, &TaskConfig::new(Split::Train, 3), 8).unwrap();
-        let dir = policy_dir(&harness, &tasks);
-        let agents = vec![("taolive".to_string(), Agent::new(&harness, names).unwrap())];
-        let faults: FaultPlan = "timeout=0.2".parse().unwrap();
-        let env = SimEnv {
-            catalog: &catalog,
-            faults: &faults,
-            seed: 11,
-        };
-        let views = ViewBuilder::from_dir(dir.path()).unwrap();
+        let world = World::new();
+        let env = world.env();
         let device = Default::default();
         let mut cfg = config(2);
         cfg.kl_penalty.kl_penalty_coef = 1.0;
         let run = |out: &Path, resume: bool| {
-            let inputs = RunInputs {
-                tasks: &tasks,
-                agents: &agents,
-                env: &env,
-                views: &views,
-                tokenizer_dir: dir.path(),
-                out,
-                concurrency: 1,
-                remote: None,
-            };
+            let inputs = world.inputs(&env, out, None);
             let start = || Start {
-                model: CausalLm::<B>::load(dir.path(), &device).unwrap(),
+                model: CausalLm::<B>::load(world.dir.path(), &device).unwrap(),
                 reference: None,
             };
             let mut teacher_cfg = start().model.config.clone();
@@ -931,7 +1024,8 @@ mod end_to_end {
             }
         }
         // Each agent moved exactly when it wrote something (the OPD term gives every token a gradient).
-        let probe = [views
+        let probe = [world
+            .views
             .build(
                 &serde_json::from_value(serde_json::json!({"id": "probe", "messages": [
                     {"role": "system", "content": "你是直播间主播。"},
@@ -941,12 +1035,12 @@ mod end_to_end {
                 .unwrap(),
             )
             .unwrap()];
-        let pad = views.end_of_turn();
+        let pad = world.views.end_of_turn();
         let scored = |d: &Path| -> Vec<f64> {
             let m = CausalLm::<B>::load(d, &device).unwrap().valid();
             logprobs(&m, &probe, pad, 4096, &device).unwrap().0.concat()
         };
-        let initial = scored(dir.path());
+        let initial = scored(world.dir.path());
         for (agent, ckpt) in ["tool", "reply"].iter().zip(&last) {
             let wrote: u64 = m
                 .iter()

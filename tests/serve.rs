@@ -130,6 +130,16 @@ async fn plain_completion_counts_tokens_and_is_reproducible() {
     server.shutdown().await.unwrap();
 }
 
+/// The Prometheus text of `GET /metrics`.
+async fn metrics_text(base: &str) -> String {
+    reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 async fn reqwest_get(base: &str, path: &str) -> (u16, Value) {
     let r = reqwest::get(format!("{base}{path}")).await.unwrap();
     (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
@@ -375,12 +385,7 @@ async fn concurrent_requests_all_succeed_in_shared_batches() {
         let (status, body) = j.await.unwrap();
         assert_eq!(status, 200, "{body}");
     }
-    let metrics = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&base).await;
     let max_batch: u64 = metrics
         .lines()
         .find_map(|l| l.strip_prefix("hat_max_running_batch_size "))
@@ -773,12 +778,7 @@ async fn new_weights_load_from_disk_while_serving() {
     }
     let (_, health) = reqwest_get(&base, "/health").await;
     assert_eq!(health["random_weights"], false);
-    let metrics = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&base).await;
     assert!(metrics.contains("hat_weight_updates_total 1"), "{metrics}");
     server.shutdown().await.unwrap();
 }

@@ -273,6 +273,17 @@ where
         )?;
         let rollout_s = clock.elapsed().as_secs_f64();
         let errors: Vec<&String> = groups.iter().flat_map(|g| &g.errors).collect();
+        // Nothing played (a rollout server gone, say): stop rather than step on no data.
+        if let (Some(first), true) = (errors.first(), groups.iter().all(|g| g.episodes.is_empty()))
+        {
+            anyhow::bail!(
+                "step {}: none of the {} episodes could be played (the last checkpoint in {} is \
+                 where --resume continues); first: {first}",
+                step + 1,
+                errors.len(),
+                inputs.out.display()
+            );
+        }
         if let Some(first) = errors.first() {
             pb.suspend(|| {
                 eprintln!(

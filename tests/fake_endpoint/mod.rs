@@ -1,7 +1,10 @@
+// Each test crate uses a different subset of these helpers.
+#![allow(dead_code)]
+
 //! A fake OpenAI-compatible chat endpoint on a local port, for tests of clients that call one (the
 //! LLM judge, `hat evolve`'s proposer): each request is answered with the text `respond(body, n)`
 //! returns for it (n counts requests from 0) as the assistant message, or with an error body when the
-//! status is not 200.
+//! status is not 200; or, for other protocols, with any JSON body (`serve_json`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -13,6 +16,22 @@ use serde_json::json;
 /// A fake OpenAI-compatible endpoint: answers each request with `respond(body, n)` (n counts from 0).
 pub fn serve(
     respond: impl Fn(&str, usize) -> (u16, String) + Send + 'static,
+) -> (String, Arc<AtomicUsize>) {
+    serve_json(move |body, n| {
+        let (status, text) = respond(body, n);
+        let reply = if status == 200 {
+            json!({"choices": [{"message": {"role": "assistant", "content": text}}]})
+        } else {
+            json!({"error": "busy"})
+        };
+        (status, reply)
+    })
+}
+
+/// A fake HTTP endpoint that answers each request (whatever its path) with the status and JSON body
+/// `respond(body, n)` gives (n counts from 0).
+pub fn serve_json(
+    respond: impl Fn(&str, usize) -> (u16, serde_json::Value) + Send + 'static,
 ) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -33,14 +52,8 @@ pub fn serve(
             let mut body = vec![0u8; len];
             reader.read_exact(&mut body).unwrap();
             let n = seen.fetch_add(1, Ordering::SeqCst);
-            let (status, text) = respond(std::str::from_utf8(&body).unwrap(), n);
-            let reply = json!({"choices": [{"message": {"role": "assistant", "content": text}}]})
-                .to_string();
-            let payload = if status == 200 {
-                reply
-            } else {
-                "{\"error\":\"busy\"}".to_string()
-            };
+            let (status, reply) = respond(std::str::from_utf8(&body).unwrap(), n);
+            let payload = reply.to_string();
             let _ = write!(stream, "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}", payload.len());
         }
     });
