@@ -194,6 +194,7 @@ mod end_to_end {
                 kl_discount_factor: 0.0,
             },
             tis_imp_ratio_cap: None,
+            async_rollouts: false,
         }
     }
 
@@ -882,6 +883,90 @@ mod end_to_end {
             "{e:#}"
         );
         assert_eq!(metrics(out.path()).len(), 2);
+    }
+
+    /// `--async`: each step's successor is played on the server while the step learns, one step
+    /// stale (`staleness` 0, 1, 1; `rl_policy_step` 0, 0, 1 on the episodes), with two weight loads
+    /// for three steps (before the first step, and before the third step's rollouts). A run resumed
+    /// from the step-2 checkpoint takes step 3's rollouts from where step 2 left them — with the
+    /// server gone — and gives the uninterrupted run's metrics.
+    #[test]
+    fn async_rollouts_run_one_step_ahead_and_resume_exactly() {
+        use hat::rl::remote::{RemoteConfig, RemoteRollouts};
+        let world = World::new();
+        let context = CausalLm::<NdArray<f32>>::load(world.dir.path(), &Default::default())
+            .unwrap()
+            .config
+            .max_position_embeddings;
+        let (rt, server, url) =
+            super::serve_support::serve_checkpoint(world.dir.path(), "served", context, true);
+        let env = world.env();
+        let mut cfg = config(3);
+        cfg.async_rollouts = true;
+        cfg.tis_imp_ratio_cap = Some(2.0);
+        let run = |out: &Path, resume: bool| {
+            let remote = RemoteRollouts::new(
+                &RemoteConfig {
+                    urls: vec![url.clone()],
+                    model: Some("served".into()),
+                    api_key: None,
+                    timeout: std::time::Duration::from_secs(120),
+                    max_tokens: cfg.loss.max_completion_length,
+                },
+                &out.join("rollout-weights"),
+            )
+            .unwrap();
+            train::<B>(
+                &cfg,
+                Policies::Single(Start {
+                    model: CausalLm::<B>::load(world.dir.path(), &Default::default()).unwrap(),
+                    reference: None,
+                }),
+                None,
+                &world.inputs(&env, out, Some(&remote)),
+                resume,
+                &AtomicBool::new(false),
+                &Default::default(),
+            )
+            .unwrap()
+        };
+        let whole = tempfile::tempdir().unwrap();
+        run(whole.path(), false);
+        let m = metrics(whole.path());
+        let staleness: Vec<u64> = m.iter().map(|r| r["staleness"].as_u64().unwrap()).collect();
+        assert_eq!(staleness, [0, 1, 1]);
+        for (step, played_by) in [(1, 0), (2, 0), (3, 1)] {
+            let path = whole.path().join(format!("rollouts/step-{step:06}.jsonl"));
+            let text = std::fs::read_to_string(path).unwrap();
+            assert!(text
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .all(|t| t["meta"]["rl_policy_step"] == played_by));
+        }
+        let root = url.trim_end_matches("/v1");
+        let served_metrics = ureq::get(&format!("{root}/metrics"))
+            .call()
+            .unwrap()
+            .into_string()
+            .unwrap();
+        assert!(
+            served_metrics.contains("hat_weight_updates_total 2"),
+            "{served_metrics}"
+        );
+        rt.block_on(server.shutdown()).unwrap();
+        drop(rt);
+
+        let resumed = tempfile::tempdir().unwrap();
+        copy_dir(
+            &whole.path().join("checkpoint-000002"),
+            &resumed.path().join("checkpoint-000002"),
+        );
+        std::fs::create_dir_all(resumed.path().join("rollouts")).unwrap();
+        for f in ["metrics.jsonl", "rollouts/ahead-step-000003.json"] {
+            std::fs::copy(whole.path().join(f), resumed.path().join(f)).unwrap();
+        }
+        run(resumed.path(), true);
+        assert_eq!(metrics(resumed.path()), m);
     }
 
     /// A rollout server that starts failing mid-run: requests are retried, episodes that still fail

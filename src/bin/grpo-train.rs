@@ -19,7 +19,7 @@ OUTPUT (in --out)
   metrics.jsonl   one line per step, TRL's names: reward, rewards/<name>/mean, reward_std/<kind>,
                   frac_reward_zero_std/<kind>, clip_ratio/{low,high,region}_mean, kl, entropy,
                   completions/mean_length, right_tool,
-                  time/{weight_sync,rollout,scoring,reference,update}_s;
+                  time/{weight_sync,rollout,scoring,reference,update}_s, staleness;
                   with --teacher: opd/reverse_kl, opd/advantage_mean;
                   with --tis-imp-ratio-cap: tis/mean_ratio, tis/clipped_frac, tis/matched_frac;
                   with --two-agent the policy's own metrics (loss, kl, clip ratios, ...) as tool/… and reply/…
@@ -28,6 +28,7 @@ OUTPUT (in --out)
   checkpoint-NNNNNN/  HF directory + optimizer + trainer state; --resume continues exactly
                   (--two-agent: tool/checkpoint-NNNNNN/ and reply/checkpoint-NNNNNN/)
   rollout-weights/  with --rollout-endpoint: the weights the servers load before each step
+  rollouts/ahead-step-NNNNNN.json  with --async: a step's episodes as played ahead (--resume reads them)
 
 EXAMPLE
   hsa-augment --harness harness --out out/variants -n 8 --pool train
@@ -43,7 +44,7 @@ EXAMPLE
   serve --model out/distill/checkpoint-000400 --port 8001 --enable-weight-updates &
   serve --model out/distill/checkpoint-000400 --port 8002 --enable-weight-updates &
   grpo-train ... --rollout-endpoint http://127.0.0.1:8001/v1 --rollout-endpoint http://127.0.0.1:8002/v1 \\
-      --concurrency 16 --tis-imp-ratio-cap 2
+      --concurrency 16 --tis-imp-ratio-cap 2 --async   # the next step's rollouts while this one learns
   # a tool agent and a reply agent, both from the SFT checkpoint
   grpo-train ... --two-agent --out out/grpo-two-agent";
 

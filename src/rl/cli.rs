@@ -126,6 +126,11 @@ pub struct GrpoArgs {
         conflicts_with = "two_agent"
     )]
     pub rollout_endpoints: Vec<String>,
+    /// Play the next step's rollouts on the rollout servers while this step learns (one step stale:
+    /// its episodes come from the weights before this step's update; `staleness` in the metrics,
+    /// `rl_policy_step` on every episode). Use with --tis-imp-ratio-cap, which corrects for it.
+    #[arg(long = "async", requires = "rollout_endpoints")]
+    pub async_rollouts: bool,
     /// The served model's name (default: the first of GET /v1/models).
     #[arg(long, requires = "rollout_endpoints")]
     pub rollout_model: Option<String>,
@@ -226,6 +231,7 @@ impl GrpoArgs {
                 kl_discount_factor: self.kl_discount_factor,
             },
             tis_imp_ratio_cap: self.tis_imp_ratio_cap,
+            async_rollouts: self.async_rollouts,
         })
     }
 }

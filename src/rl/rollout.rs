@@ -17,7 +17,7 @@ use crate::rng::Rng;
 pub type Sampler<'a> = dyn Fn(u64) -> Box<dyn Policy> + Sync + 'a;
 
 /// The episodes of one task under one harness.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Group {
     pub episodes: Vec<Trajectory>,
     /// Episodes the policy could not play (a prompt longer than the model's context, say): left out

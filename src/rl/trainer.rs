@@ -39,13 +39,14 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::advantage::{advantages, AdvantageConfig, Advantages};
 use super::learner::{mean, Learner, Start, StepData};
 use super::policy_loss::PolicyLossConfig;
 use super::remote::RemoteRollouts;
-use super::rollout::{draws, play_groups, Group};
+use super::rollout::{draws, play_groups, Group, Sampler};
 use super::sides::{completions, Completions};
 use super::tis::sampler_logprobs;
 use super::update::{logprobs, Span};
@@ -109,6 +110,9 @@ pub struct GrpoConfig {
     /// Truncated importance sampling against the sampler's log-probs with this cap C (verl's
     /// `tis_imp_ratio_cap`; `None` = off).
     pub tis_imp_ratio_cap: Option<f64>,
+    /// Play the next step's rollouts (on the rollout servers) while this step learns: one step
+    /// stale, the next step's episodes from the weights before this step's update.
+    pub async_rollouts: bool,
 }
 
 /// What a run reads and writes.
@@ -219,178 +223,66 @@ where
         !(two_agent && inputs.remote.is_some()),
         "rollout endpoints play one policy; two-agent mode plays its two models in-process"
     );
+    anyhow::ensure!(
+        !cfg.async_rollouts || inputs.remote.is_some(),
+        "--async plays the next step's rollouts on the rollout servers while this step learns: give \
+         --rollout-endpoint"
+    );
+    let ahead_path = |step: usize| rollouts.join(format!("ahead-step-{:06}.json", step + 1));
+    // The next step's rollouts, played while this step learned (`async_rollouts`), kept in
+    // `rollouts/ahead-step-N.json` for a resumed run to find.
+    let mut ahead: Option<Played> = None;
+    if cfg.async_rollouts && resume {
+        ahead = Played::read(&ahead_path(learners[0].state.step))?;
+    }
     let pb = step_progress(cfg.max_steps, learners[0].state.step);
     while learners[0].state.step < cfg.max_steps {
         if stop.load(Ordering::SeqCst) {
             break;
         }
         let step = learners[0].state.step;
-        let clock = Instant::now();
-        match inputs.remote {
-            Some(remote) => remote.sync(&learners[0].model.valid(), inputs.tokenizer_dir)?,
+        let mut weight_sync_s = 0.0;
+        let played = match ahead.take() {
+            Some(played) => played,
             None => {
-                for l in &learners {
-                    l.policy.set_model(l.model.valid())?;
-                }
+                weight_sync_s += sync_policies(inputs, &learners)?;
+                let locals: Vec<&LocalPolicy<B::InnerBackend>> =
+                    learners.iter().map(|l| &l.policy).collect();
+                let sampler = |seed: u64| episode_policy(inputs.remote, &locals, seed);
+                play_step(cfg, inputs, &pool, step, step, &sampler)?
             }
+        };
+        let run_ahead = cfg.async_rollouts && step + 1 < cfg.max_steps;
+        if run_ahead && played.policy_step != step {
+            // The servers hold the weights that played this step; the next plays with the current.
+            weight_sync_s += sync_policies(inputs, &learners)?;
         }
-        let weight_sync_s = clock.elapsed().as_secs_f64();
-        let clock = Instant::now();
-        let picks = draws(
-            cfg.seed,
-            step,
-            cfg.tasks_per_step,
-            inputs.tasks.len(),
-            inputs.agents.len(),
-        );
-        let env = SimEnv {
-            seed: cfg.seed ^ (step as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-            ..*inputs.env
-        };
-        let samplers: Vec<&LocalPolicy<B::InnerBackend>> =
-            learners.iter().map(|l| &l.policy).collect();
-        let sampler = |seed: u64| -> Box<dyn Policy> {
-            if let Some(remote) = inputs.remote {
-                return remote.policy(seed);
-            }
-            match &samplers[..] {
-                [tool, reply] => Box::new(TwoAgent::new(
-                    tool.sibling(seed),
-                    reply.sibling(Rng::derive(seed, "reply").next_u64()),
-                )),
-                _ => Box::new(samplers[0].sibling(seed)),
-            }
-        };
-        let groups = play_groups(
-            &sampler,
-            inputs.agents,
-            inputs.tasks,
-            &picks,
-            cfg.num_generations,
-            &env,
-            step,
-            &pool,
-        )?;
-        let rollout_s = clock.elapsed().as_secs_f64();
-        let errors: Vec<&String> = groups.iter().flat_map(|g| &g.errors).collect();
-        // Nothing played (a rollout server gone, say): stop rather than step on no data.
-        if let (Some(first), true) = (errors.first(), groups.iter().all(|g| g.episodes.is_empty()))
-        {
-            anyhow::bail!(
-                "step {}: none of the {} episodes could be played (the last checkpoint in {} is \
-                 where --resume continues); first: {first}",
-                step + 1,
-                errors.len(),
-                inputs.out.display()
+        let remote_only = |seed: u64| episode_policy::<B::InnerBackend>(inputs.remote, &[], seed);
+        let (learned, next) = std::thread::scope(|s| {
+            let next = run_ahead
+                .then(|| s.spawn(|| play_step(cfg, inputs, &pool, step + 1, step, &remote_only)));
+            let learned = learn_step(
+                cfg,
+                inputs,
+                learners,
+                teacher.as_ref(),
+                &played,
+                pad,
+                device,
+                &pb,
             );
-        }
-        if let Some(first) = errors.first() {
-            pb.suspend(|| {
-                eprintln!(
-                    "grpo-train: step {}: {} episode(s) the policy could not play, left out; first: {first}",
-                    step + 1,
-                    errors.len()
-                )
-            });
-        }
-
-        let tool_adv = group_advantages(&groups, &TOOL_REWARDS, &cfg.tool_advantage);
-        let reply_adv = group_advantages(&groups, &REPLY_REWARDS, &cfg.reply_advantage);
-        let episodes: Vec<&Trajectory> = groups.iter().flat_map(|g| &g.episodes).collect();
-        let Completions {
-            views,
-            spans,
-            viewed,
-            skipped,
-        } = completions(
-            &episodes,
-            inputs.views,
-            [&tool_adv.values, &reply_adv.values],
-            two_agent,
-        );
-
-        let clock = Instant::now();
-        let teacher_lp = teacher
-            .as_ref()
-            .filter(|_| cfg.kl_penalty.kl_penalty_coef != 0.0)
-            .map(|t| logprobs(t, &views, pad, cfg.batch_tokens, device))
-            .transpose()?
-            .map(|(lp, _)| lp);
-        let sampler_lp: Option<Vec<Vec<Option<f64>>>> = cfg.tis_imp_ratio_cap.map(|_| {
-            views
-                .iter()
-                .zip(&viewed)
-                .map(|(v, t)| sampler_logprobs(v, t, inputs.views.tokenizer()))
-                .collect()
+            let next = next.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            (learned, next)
         });
-        // The teacher's log-probs count with the reference's: another model scoring the views.
-        let (mut scoring_s, mut reference_s, mut update_s) =
-            (0.0, clock.elapsed().as_secs_f64(), 0.0);
-        let data = StepData {
-            views: &views,
-            teacher: teacher_lp.as_deref(),
-            sampler: sampler_lp.as_deref(),
-            learning_rate: cosine_with_warmup(
-                cfg.learning_rate,
-                step,
-                cfg.warmup_steps,
-                cfg.max_steps,
-            ),
-            pad,
-        };
-        let mut record = json!({
-            "step": step + 1, "learning_rate": data.learning_rate,
-            "frac_reward_zero_std/tool": tool_adv.frac_reward_zero_std,
-            "frac_reward_zero_std/reply": reply_adv.frac_reward_zero_std,
-            "reward_std/tool": tool_adv.reward_std, "reward_std/reply": reply_adv.reward_std,
-            "episodes": episodes.len(), "skipped_views": skipped,
-            "rollout_errors": errors.len(),
-            "right_tool": mean(&episodes.iter().filter_map(|t| right_tool(t)).map(|r| f64::from(u8::from(r))).collect::<Vec<_>>()),
-        });
-        let obj = record.as_object_mut().expect("a json object");
-        let mut updated = Vec::with_capacity(learners.len());
-        for learner in learners {
-            let own: Vec<Span> = spans
-                .iter()
-                .filter(|(side, _)| learner.role.is_none_or(|r| r == *side))
-                .map(|(_, s)| *s)
-                .collect();
-            let (learner, learned) = learner.learn(&own, &data, cfg, device)?;
-            obj.extend(learned.metrics);
-            scoring_s += learned.scoring_s;
-            reference_s += learned.reference_s;
-            update_s += learned.update_s;
-            updated.push(learner);
-        }
+        let (updated, mut record) = learned?;
         learners = updated;
-        obj.insert("time/weight_sync_s".into(), json!(weight_sync_s));
-        obj.insert("time/rollout_s".into(), json!(rollout_s));
-        obj.insert("time/scoring_s".into(), json!(scoring_s));
-        obj.insert("time/reference_s".into(), json!(reference_s));
-        obj.insert("time/update_s".into(), json!(update_s));
-        for name in TOOL_REWARDS.iter().chain(&REPLY_REWARDS) {
-            let values: Vec<f64> = episodes
-                .iter()
-                .filter_map(|t| reward(&t.scores, name))
-                .collect();
-            obj.insert(format!("rewards/{name}/mean"), json!(mean(&values)));
+        if let Some(next) = next {
+            let next = next?;
+            next.write(&ahead_path(step + 1))?;
+            ahead = Some(next);
         }
-        // TRL's `reward`: the weighted sum of an episode's rewards, averaged over episodes.
-        let weighted = |names: &[&str], weights: &[f64], t: &Trajectory| -> f64 {
-            names
-                .iter()
-                .zip(weights)
-                .filter_map(|(n, w)| reward(&t.scores, n).map(|r| r * w))
-                .sum()
-        };
-        let total: Vec<f64> = episodes
-            .iter()
-            .map(|t| {
-                weighted(&TOOL_REWARDS, &cfg.tool_advantage.weights, t)
-                    + weighted(&REPLY_REWARDS, &cfg.reply_advantage.weights, t)
-            })
-            .collect();
-        obj.insert("reward".into(), json!(mean(&total)));
+        let obj = record.as_object_mut().expect("a json object");
+        obj.insert("time/weight_sync_s".into(), json!(weight_sync_s));
         log.write(&record)?;
         // One file per step: a resumed run rewrites the steps it replays instead of appending twice.
         let mut w = JsonlWriter::create(
@@ -398,8 +290,8 @@ where
                 .join(format!("step-{:06}.jsonl", step + 1))
                 .to_string_lossy(),
         )?;
-        for t in &episodes {
-            w.write(*t)?;
+        for t in played.groups.iter().flat_map(|g| &g.episodes) {
+            w.write(t)?;
         }
         w.finish()?;
         pb.set_position((step + 1) as u64);
@@ -441,6 +333,249 @@ where
         .collect();
     metrics::plot(&metrics_path, &inputs.out.join("reward.svg"), &curves)?;
     Ok(last)
+}
+
+/// One step's rollouts: its groups, the step whose weights played them (the step itself, or the one
+/// before when they ran ahead), and how long they took.
+#[derive(Serialize, Deserialize)]
+struct Played {
+    groups: Vec<Group>,
+    policy_step: usize,
+    rollout_s: f64,
+}
+
+impl Played {
+    /// Saved where a resumed run finds them (the next step's rollouts, played ahead).
+    fn write(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec(self)?)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Those saved at `path`, if there are.
+    fn read(path: &Path) -> Result<Option<Played>> {
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .with_context(|| format!("reading {}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+}
+
+/// Gives the rollout servers (or the learners' in-process samplers) the learners' current weights;
+/// returns the seconds it took.
+fn sync_policies<B: AutodiffBackend>(inputs: &RunInputs<'_>, learners: &[Learner<B>]) -> Result<f64>
+where
+    TextGenerator<B::InnerBackend>: Send,
+{
+    let clock = Instant::now();
+    match inputs.remote {
+        Some(remote) => remote.sync(&learners[0].model.valid(), inputs.tokenizer_dir)?,
+        None => {
+            for l in learners {
+                l.policy.set_model(l.model.valid())?;
+            }
+        }
+    }
+    Ok(clock.elapsed().as_secs_f64())
+}
+
+/// The policy of one episode from its sampling seed: the rollout servers, or the in-process samplers
+/// `locals` (one policy, or a tool agent and a reply agent).
+fn episode_policy<BI: burn::prelude::Backend>(
+    remote: Option<&RemoteRollouts>,
+    locals: &[&LocalPolicy<BI>],
+    seed: u64,
+) -> Box<dyn Policy>
+where
+    TextGenerator<BI>: Send,
+{
+    match (remote, locals) {
+        (Some(remote), _) => remote.policy(seed),
+        (None, [tool, reply]) => Box::new(TwoAgent::new(
+            tool.sibling(seed),
+            reply.sibling(Rng::derive(seed, "reply").next_u64()),
+        )),
+        (None, locals) => Box::new(locals[0].sibling(seed)),
+    }
+}
+
+/// Plays step `step`'s draws with `sampler`, whose weights are those of step `policy_step`; each
+/// episode records that step (`rl_policy_step`).
+fn play_step(
+    cfg: &GrpoConfig,
+    inputs: &RunInputs<'_>,
+    pool: &rayon::ThreadPool,
+    step: usize,
+    policy_step: usize,
+    sampler: &Sampler<'_>,
+) -> Result<Played> {
+    let clock = Instant::now();
+    let picks = draws(
+        cfg.seed,
+        step,
+        cfg.tasks_per_step,
+        inputs.tasks.len(),
+        inputs.agents.len(),
+    );
+    let env = SimEnv {
+        seed: cfg.seed ^ (step as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        ..*inputs.env
+    };
+    let mut groups = play_groups(
+        sampler,
+        inputs.agents,
+        inputs.tasks,
+        &picks,
+        cfg.num_generations,
+        &env,
+        step,
+        pool,
+    )?;
+    for t in groups.iter_mut().flat_map(|g| &mut g.episodes) {
+        t.meta.insert("rl_policy_step".into(), json!(policy_step));
+    }
+    Ok(Played {
+        groups,
+        policy_step,
+        rollout_s: clock.elapsed().as_secs_f64(),
+    })
+}
+
+/// Judges `played` into advantages per turn kind and updates every learner on its own completions;
+/// returns the updated learners and the step's metrics record (all but the weight sync's time).
+#[allow(clippy::too_many_arguments)]
+fn learn_step<B: AutodiffBackend>(
+    cfg: &GrpoConfig,
+    inputs: &RunInputs<'_>,
+    learners: Vec<Learner<B>>,
+    teacher: Option<&CausalLm<B::InnerBackend>>,
+    played: &Played,
+    pad: u32,
+    device: &B::Device,
+    pb: &indicatif::ProgressBar,
+) -> Result<(Vec<Learner<B>>, Value)>
+where
+    TextGenerator<B::InnerBackend>: Send,
+{
+    let step = learners[0].state.step;
+    let two_agent = learners.len() == 2;
+    let groups = &played.groups;
+    let errors: Vec<&String> = groups.iter().flat_map(|g| &g.errors).collect();
+    // Nothing played (a rollout server gone, say): stop rather than step on no data.
+    if let (Some(first), true) = (errors.first(), groups.iter().all(|g| g.episodes.is_empty())) {
+        anyhow::bail!(
+            "step {}: none of the {} episodes could be played (the last checkpoint in {} is \
+             where --resume continues); first: {first}",
+            step + 1,
+            errors.len(),
+            inputs.out.display()
+        );
+    }
+    if let Some(first) = errors.first() {
+        pb.suspend(|| {
+            eprintln!(
+                "grpo-train: step {}: {} episode(s) the policy could not play, left out; first: {first}",
+                step + 1,
+                errors.len()
+            )
+        });
+    }
+
+    let tool_adv = group_advantages(&groups, &TOOL_REWARDS, &cfg.tool_advantage);
+    let reply_adv = group_advantages(&groups, &REPLY_REWARDS, &cfg.reply_advantage);
+    let episodes: Vec<&Trajectory> = groups.iter().flat_map(|g| &g.episodes).collect();
+    let Completions {
+        views,
+        spans,
+        viewed,
+        skipped,
+    } = completions(
+        &episodes,
+        inputs.views,
+        [&tool_adv.values, &reply_adv.values],
+        two_agent,
+    );
+
+    let clock = Instant::now();
+    let teacher_lp = teacher
+        .filter(|_| cfg.kl_penalty.kl_penalty_coef != 0.0)
+        .map(|t| logprobs(t, &views, pad, cfg.batch_tokens, device))
+        .transpose()?
+        .map(|(lp, _)| lp);
+    let sampler_lp: Option<Vec<Vec<Option<f64>>>> = cfg.tis_imp_ratio_cap.map(|_| {
+        views
+            .iter()
+            .zip(&viewed)
+            .map(|(v, t)| sampler_logprobs(v, t, inputs.views.tokenizer()))
+            .collect()
+    });
+    // The teacher's log-probs count with the reference's: another model scoring the views.
+    let (mut scoring_s, mut reference_s, mut update_s) = (0.0, clock.elapsed().as_secs_f64(), 0.0);
+    let data = StepData {
+        views: &views,
+        teacher: teacher_lp.as_deref(),
+        sampler: sampler_lp.as_deref(),
+        learning_rate: cosine_with_warmup(cfg.learning_rate, step, cfg.warmup_steps, cfg.max_steps),
+        pad,
+    };
+    let mut record = json!({
+        "step": step + 1, "learning_rate": data.learning_rate,
+        "frac_reward_zero_std/tool": tool_adv.frac_reward_zero_std,
+        "frac_reward_zero_std/reply": reply_adv.frac_reward_zero_std,
+        "reward_std/tool": tool_adv.reward_std, "reward_std/reply": reply_adv.reward_std,
+        "episodes": episodes.len(), "skipped_views": skipped,
+        "rollout_errors": errors.len(),
+        "right_tool": mean(&episodes.iter().filter_map(|t| right_tool(t)).map(|r| f64::from(u8::from(r))).collect::<Vec<_>>()),
+    });
+    let obj = record.as_object_mut().expect("a json object");
+    let mut updated = Vec::with_capacity(learners.len());
+    for learner in learners {
+        let own: Vec<Span> = spans
+            .iter()
+            .filter(|(side, _)| learner.role.is_none_or(|r| r == *side))
+            .map(|(_, s)| *s)
+            .collect();
+        let (learner, learned) = learner.learn(&own, &data, cfg, device)?;
+        obj.extend(learned.metrics);
+        scoring_s += learned.scoring_s;
+        reference_s += learned.reference_s;
+        update_s += learned.update_s;
+        updated.push(learner);
+    }
+    obj.insert("staleness".into(), json!(step - played.policy_step));
+    obj.insert("time/rollout_s".into(), json!(played.rollout_s));
+    obj.insert("time/scoring_s".into(), json!(scoring_s));
+    obj.insert("time/reference_s".into(), json!(reference_s));
+    obj.insert("time/update_s".into(), json!(update_s));
+    for name in TOOL_REWARDS.iter().chain(&REPLY_REWARDS) {
+        let values: Vec<f64> = episodes
+            .iter()
+            .filter_map(|t| reward(&t.scores, name))
+            .collect();
+        obj.insert(format!("rewards/{name}/mean"), json!(mean(&values)));
+    }
+    // TRL's `reward`: the weighted sum of an episode's rewards, averaged over episodes.
+    let weighted = |names: &[&str], weights: &[f64], t: &Trajectory| -> f64 {
+        names
+            .iter()
+            .zip(weights)
+            .filter_map(|(n, w)| reward(&t.scores, n).map(|r| r * w))
+            .sum()
+    };
+    let total: Vec<f64> = episodes
+        .iter()
+        .map(|t| {
+            weighted(&TOOL_REWARDS, &cfg.tool_advantage.weights, t)
+                + weighted(&REPLY_REWARDS, &cfg.reply_advantage.weights, t)
+        })
+        .collect();
+    obj.insert("reward".into(), json!(mean(&total)));
+
+    Ok((updated, record))
 }
 
 /// The checkpoint schedule of the learner checkpointing into `out`.
