@@ -485,8 +485,8 @@ where
         });
     }
 
-    let tool_adv = group_advantages(&groups, &TOOL_REWARDS, &cfg.tool_advantage);
-    let reply_adv = group_advantages(&groups, &REPLY_REWARDS, &cfg.reply_advantage);
+    let tool_adv = group_advantages(groups, &TOOL_REWARDS, &cfg.tool_advantage);
+    let reply_adv = group_advantages(groups, &REPLY_REWARDS, &cfg.reply_advantage);
     let episodes: Vec<&Trajectory> = groups.iter().flat_map(|g| &g.episodes).collect();
     let Completions {
         views,
