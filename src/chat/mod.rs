@@ -15,7 +15,7 @@ mod strftime;
 mod template;
 mod tool_calls;
 
-pub use reasoning::{split_reasoning, ReasoningSplit};
+pub use reasoning::{split_reasoning, ReasoningSplit, THINK_OPEN};
 pub use template::{ChatTemplate, RenderInput};
 pub use tool_calls::{
     find_tool_schema, parse_assistant_output, parse_tool_calls, AssistantOutput, ToolCall,

@@ -13,7 +13,8 @@ use serde_json::{json, Map, Value};
 use super::endpoints::EndpointPool;
 use super::sampler_logprobs::{self, SamplerLogprobs};
 use super::{Conversation, Policy};
-use crate::record::{Message, Role};
+use crate::chat::{split_reasoning, THINK_OPEN};
+use crate::record::{Content, Message, Role};
 
 #[derive(Debug, Clone)]
 pub struct OpenAiConfig {
@@ -237,6 +238,18 @@ pub fn parse_response(text: &str) -> Result<Message> {
             m.reasoning_content = Some(r);
         }
     }
+    // A server without a reasoning parser (vLLM's default; ours) leaves the `<think>` block in the
+    // content: split it off as the parser would, or the episode would carry it twice once the chat
+    // template adds its own (and an RL trainer's view would no longer be the sampled context).
+    if let (None, Some(Content::Text(text))) = (&m.reasoning_content, &m.content) {
+        if text.trim_start().starts_with(THINK_OPEN) {
+            if let Ok(split) = split_reasoning(text.trim_start()) {
+                let content = split.content.to_string();
+                m.reasoning_content = split.reasoning;
+                m.content = Some(Content::Text(content));
+            }
+        }
+    }
     if let Some(lps) = v
         .pointer("/choices/0/logprobs")
         .and_then(SamplerLogprobs::from_openai)
@@ -293,6 +306,29 @@ mod tests {
         let m = parse_response(with).unwrap();
         assert_eq!(SamplerLogprobs::of(&m).unwrap().logprobs, [-0.25]);
         assert!(parse_response("nope").is_err());
+    }
+
+    /// A reply whose `<think>` block came back in the content (no reasoning parser on the server) is
+    /// split as a parser would; content without one, or with an unclosed block, stays as it came.
+    #[test]
+    fn a_think_block_left_in_the_content_becomes_the_reasoning() {
+        let reply = |content: &str| {
+            let body = json!({"choices": [{"message": {"role": "assistant", "content": content}}]});
+            parse_response(&body.to_string()).unwrap()
+        };
+        let m = reply("<think>\n\n</think>\n\n宝宝们好");
+        assert_eq!(m.reasoning_content.as_deref(), Some(""));
+        assert_eq!(m.text_content(), "宝宝们好");
+        let m = reply("<think>\nask about size\n</think>\n\nWhich size?");
+        assert_eq!(m.reasoning_content.as_deref(), Some("ask about size"));
+        assert_eq!(m.text_content(), "Which size?");
+        for kept in ["宝宝们好 <think>x</think>", "<think>never closed"] {
+            let m = reply(kept);
+            assert_eq!(
+                (m.text_content(), m.reasoning_content),
+                (kept.to_string(), None)
+            );
+        }
     }
 
     #[test]
