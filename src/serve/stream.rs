@@ -28,8 +28,11 @@ pub fn parse_reply(text: &str, format: ToolCallFormat, tools: Option<&[Value]>) 
     if let Some(tools) = tools {
         if text.contains(TOOL_CALL_OPEN) {
             if let Ok(out) = parse_assistant_output(text, format, Some(tools)) {
+                // The content is the text before the first call, a `<think>` block included, as
+                // vLLM's tool parsers give it without a reasoning parser and as the stream sends it.
+                let start = text.find(TOOL_CALL_OPEN).unwrap_or(0);
                 return Parsed {
-                    content: out.content,
+                    content: text[..start].to_string(),
                     calls: out.tool_calls,
                 };
             }
@@ -219,5 +222,24 @@ mod tests {
         assert_eq!(partial_suffix("hello <tool", TOOL_CALL_OPEN), 5);
         assert_eq!(partial_suffix("hello", TOOL_CALL_OPEN), 0);
         assert_eq!(partial_suffix("价格<", TOOL_CALL_OPEN), 1);
+    }
+
+    /// A reply with a think block and a call: the call is parsed and the content is the text before
+    /// it, think block and all (what the stream sends as content too), so a client can split the
+    /// reasoning off; a reply whose call does not parse stays text.
+    #[test]
+    fn the_content_of_a_call_keeps_the_text_before_it() {
+        let tools = [
+            json!({"type": "function", "function": {"name": "get_promotions",
+            "parameters": {"type": "object", "properties": {"product_id": {"type": "string"}}}}}),
+        ];
+        let text = "<think>\n\n</think>\n\n<tool_call>\n{\"name\": \"get_promotions\", \"arguments\": {\"product_id\": \"p1\"}}\n</tool_call>";
+        let parsed = parse_reply(text, ToolCallFormat::Hermes, Some(&tools));
+        assert_eq!(parsed.content, "<think>\n\n</think>\n\n");
+        assert_eq!(parsed.calls.len(), 1);
+        assert_eq!(parsed.calls[0].name, "get_promotions");
+        let broken = "<think>\n\n</think>\n\n<tool_call>\n{not json\n</tool_call>";
+        let parsed = parse_reply(broken, ToolCallFormat::Hermes, Some(&tools));
+        assert_eq!((parsed.content.as_str(), parsed.calls.len()), (broken, 0));
     }
 }
