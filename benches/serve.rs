@@ -134,6 +134,7 @@ fn submit_greedy(
         prompt: prompt.to_vec(),
         params,
         top_logprobs: 0,
+        tokens_as_ids: false,
         guide: None,
         events: tx,
     };

@@ -781,8 +781,10 @@ mod end_to_end {
                 api_key: None,
                 timeout: std::time::Duration::from_secs(120),
                 max_tokens: cfg.loss.max_completion_length,
+                tool_call_format: hat::chat::ToolCallFormat::Hermes,
             },
             &out.path().join("rollout-weights"),
+            hat::tokenizer::load(world.dir.path()).unwrap(),
         )
         .unwrap();
         let inputs = world.inputs(&env, out.path(), Some(&remote));
@@ -912,8 +914,10 @@ mod end_to_end {
                     api_key: None,
                     timeout: std::time::Duration::from_secs(120),
                     max_tokens: cfg.loss.max_completion_length,
+                    tool_call_format: hat::chat::ToolCallFormat::Hermes,
                 },
                 &out.join("rollout-weights"),
+                hat::tokenizer::load(world.dir.path()).unwrap(),
             )
             .unwrap();
             train::<B>(
@@ -1002,8 +1006,10 @@ mod end_to_end {
                 api_key: None,
                 timeout: std::time::Duration::from_secs(10),
                 max_tokens: 12,
+                tool_call_format: hat::chat::ToolCallFormat::Hermes,
             },
             &out.path().join("rollout-weights"),
+            hat::tokenizer::load(world.dir.path()).unwrap(),
         )
         .unwrap();
         let e = train::<B>(

@@ -782,3 +782,43 @@ async fn new_weights_load_from_disk_while_serving() {
     assert!(metrics.contains("hat_weight_updates_total 1"), "{metrics}");
     server.shutdown().await.unwrap();
 }
+
+/// vLLM's `return_tokens_as_token_ids`: the same greedy reply's log-prob entries, sampled token and
+/// alternatives, are named `token_id:N`, with the ids of the tokens the plain request names by text.
+#[tokio::test(flavor = "multi_thread")]
+async fn logprob_tokens_come_as_ids_when_asked() {
+    let (server, _app, base) = start().await;
+    let ask = |ids: bool| {
+        chat_body(json!({"logprobs": true, "top_logprobs": 2, "return_tokens_as_token_ids": ids}))
+    };
+    let (_, texts) = post(&base, "/v1/chat/completions", &ask(false)).await;
+    let (status, ids) = post(&base, "/v1/chat/completions", &ask(true)).await;
+    assert_eq!(status, 200, "{ids}");
+    let entries = |v: &Value| {
+        v["choices"][0]["logprobs"]["content"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let (texts, ids) = (entries(&texts), entries(&ids));
+    assert!(!texts.is_empty());
+    assert_eq!(texts.len(), ids.len());
+    let tok = hat::tokenizer::load(serve_support::tokenizer_dir()).unwrap();
+    let id_of = |e: &Value| -> u32 {
+        let name = e["token"].as_str().unwrap();
+        name.strip_prefix("token_id:").unwrap().parse().unwrap()
+    };
+    for (t, i) in texts.iter().zip(&ids) {
+        assert_eq!(
+            tok.decode(&[id_of(i)], false).unwrap(),
+            t["token"].as_str().unwrap()
+        );
+        assert_eq!(t["logprob"], i["logprob"]);
+        let alternatives = i["top_logprobs"].as_array().unwrap();
+        assert_eq!(alternatives.len(), 2);
+        assert!(alternatives
+            .iter()
+            .all(|a| a["token"].as_str().unwrap().starts_with("token_id:")));
+    }
+    server.shutdown().await.unwrap();
+}

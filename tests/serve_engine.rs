@@ -161,6 +161,7 @@ fn run_alone(
             prompt: prompt.to_vec(),
             params,
             top_logprobs: 0,
+            tokens_as_ids: false,
             guide: None,
             events: tx,
         })
@@ -241,6 +242,7 @@ fn submit_greedy(
             prompt: prompt.to_vec(),
             params: SamplingParams::greedy(max_tokens),
             top_logprobs: 0,
+            tokens_as_ids: false,
             guide: None,
             events: tx,
         })

@@ -139,8 +139,9 @@ where
     }
 }
 
-/// The assistant message of a generated reply; raw text when its tool calls do not parse.
-fn to_message(text: &str, format: ToolCallFormat, tools: &[Json]) -> Message {
+/// The assistant message of a generated reply; raw text when its tool calls do not parse. (Rollouts
+/// on servers rebuild the servers' replies with it too, so both read a reply alike.)
+pub fn to_message(text: &str, format: ToolCallFormat, tools: &[Json]) -> Message {
     let Ok(out) = parse_assistant_output(text, format, Some(tools)) else {
         return Message::text(Role::Assistant, text);
     };

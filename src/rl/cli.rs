@@ -300,10 +300,12 @@ where
             api_key: a.rollout_api_key.clone(),
             timeout: std::time::Duration::from_secs(a.rollout_timeout.max(1)),
             max_tokens: a.max_completion_length,
+            tool_call_format: crate::policy::local::LocalOptions::default().tool_call_format,
         };
         Some(RemoteRollouts::new(
             &cfg,
             &a.run.out.join("rollout-weights"),
+            crate::tokenizer::load(&a.model)?,
         )?)
     };
     let inputs = RunInputs {

@@ -227,6 +227,7 @@ impl Policy for EnginePolicy {
             tool_choice: ToolChoice::None,
             params,
             top_logprobs: 0,
+            return_tokens_as_token_ids: false,
             stream: false,
             include_usage: false,
             template_kwargs: Default::default(),

@@ -134,7 +134,8 @@ pub fn submit(
     .map_err(|e| ApiError::field("tool_choice", e))?;
     let mut params = req.params.clone();
     params.stop_token_ids.extend(&app.stop_token_ids);
-    enqueue(app, prompt, params, req.top_logprobs, guide)
+    let tokens_as_ids = req.return_tokens_as_token_ids;
+    enqueue(app, prompt, params, req.top_logprobs, tokens_as_ids, guide)
 }
 
 /// Queues a generation of already-checked settings; the receiver yields its events. A full queue is
@@ -144,6 +145,7 @@ pub fn enqueue(
     prompt: Vec<u32>,
     params: crate::model::generation::sampling::SamplingParams,
     top_logprobs: usize,
+    tokens_as_ids: bool,
     guide: Option<Guide>,
 ) -> Result<UnboundedReceiver<Event>, ApiError> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -151,6 +153,7 @@ pub fn enqueue(
         prompt,
         params,
         top_logprobs,
+        tokens_as_ids,
         guide,
         events: tx,
     };

@@ -88,6 +88,7 @@ async fn handle(
                     p.ids.clone(),
                     params.clone(),
                     req.logprobs.unwrap_or(0),
+                    false,
                     None,
                 )
             })

@@ -114,6 +114,9 @@ pub struct GenRequest {
     pub params: SamplingParams,
     /// Alternatives returned with each token's log-probability (0 = none).
     pub top_logprobs: usize,
+    /// Name log-prob tokens `token_id:N` instead of by their text (vLLM's
+    /// `return_tokens_as_token_ids`).
+    pub tokens_as_ids: bool,
     /// Constrains the output to one tool call (forced `tool_choice`).
     pub guide: Option<Guide>,
     pub events: UnboundedSender<Event>,
@@ -577,7 +580,7 @@ impl<M: StepModel> Engine<M> {
             seq.detok.push(&self.tokenizer, s.token)
         };
         let logprobs = if params.logprobs {
-            vec![self.token_logprob(s, logits, seq.req.top_logprobs)]
+            vec![self.token_logprob(s, logits, &seq.req)]
         } else {
             Vec::new()
         };
@@ -622,8 +625,12 @@ impl<M: StepModel> Engine<M> {
         seq.finished = Some(reason);
     }
 
-    fn token_logprob(&self, s: Sampled, logits: &[f32], top: usize) -> TokenLogprob {
-        let piece = |id: u32| self.tokenizer.decode(&[id], false).unwrap_or_default();
+    fn token_logprob(&self, s: Sampled, logits: &[f32], req: &GenRequest) -> TokenLogprob {
+        let top = req.top_logprobs;
+        let piece = |id: u32| match req.tokens_as_ids {
+            true => format!("token_id:{id}"),
+            false => self.tokenizer.decode(&[id], false).unwrap_or_default(),
+        };
         let mut best: Vec<usize> = (0..logits.len()).collect();
         let k = top.min(best.len());
         if k > 0 {

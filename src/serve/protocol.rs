@@ -35,6 +35,9 @@ pub struct ChatRequest {
     pub tool_choice: ToolChoice,
     pub params: SamplingParams,
     pub top_logprobs: usize,
+    /// vLLM's `return_tokens_as_token_ids`: log-prob entries name their tokens `token_id:N`, so a
+    /// client can line them up with its own token ids (an RL trainer's views).
+    pub return_tokens_as_token_ids: bool,
     pub stream: bool,
     pub include_usage: bool,
     /// vLLM's `chat_template_kwargs` (e.g. `enable_thinking`).
@@ -76,6 +79,7 @@ pub fn parse_chat(body: &[u8], default_max_tokens: usize) -> Result<ChatRequest,
     };
     let logprobs = f.bool("logprobs")?.unwrap_or(false);
     let top_logprobs = f.uint("top_logprobs")?.unwrap_or(0);
+    let return_tokens_as_token_ids = f.bool("return_tokens_as_token_ids")?.unwrap_or(false);
     if top_logprobs > MAX_TOP_LOGPROBS {
         return Err(ApiError::field(
             "top_logprobs",
@@ -124,6 +128,7 @@ pub fn parse_chat(body: &[u8], default_max_tokens: usize) -> Result<ChatRequest,
         tool_choice,
         params,
         top_logprobs,
+        return_tokens_as_token_ids,
         stream,
         include_usage,
         template_kwargs,
