@@ -24,8 +24,10 @@ rl grpo 15 --loss-type grpo --num-iterations 2
 rl gspo 15 --loss-type grpo --num-iterations 2 --importance-sampling-level sequence
 $BIN/hat plot grpo=$E/grpo gspo=$E/gspo --key reward --key clip_ratio/region_mean --key clip_ratio/low_mean \
   --key clip_ratio/high_mean --key kl --key right_tool -o $E/gspo-vs-grpo.svg > $E/gspo-vs-grpo.md
+# (2026-12-04: the --beta run was stopped at step 11 of 30 for lack of time and not evaluated.)
 rl beta 30 --beta 0.04
 last() { ls -d $E/$1/checkpoint-* | tail -1; }
+# As run: sft, grpo and gspo only (eval3.* there, eval.* here).
 $BIN/teacher-distill eval --model sft=$START --model grpo=$(last grpo) --model gspo=$(last gspo) --model beta=$(last beta) \
   --set heldout=$(ls -d $D/heldout/variant-* | paste -sd,) --set original=$H --tasks $D/tasks.primary.jsonl \
   --n 200 --faults $FAULTS --seed 1 $CAT --episodes $E/eval.jsonl --summary $E/eval.json > $E/eval.md
