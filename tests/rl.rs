@@ -148,6 +148,7 @@ mod end_to_end {
     use hat::rl::advantage::{AdvantageConfig, Aggregation, ScaleRewards};
     use hat::rl::learner::Start;
     use hat::rl::policy_loss::{ImportanceSamplingLevel, LossType, PolicyLossConfig};
+    use hat::rl::remote::{RemoteConfig, RemoteRollouts};
     use hat::rl::trainer::{train, GrpoConfig, Policies, RunInputs, REPLY_REWARDS, TOOL_REWARDS};
     use hat::rl::update::{logprobs, spans_of, update, Batch, UpdateConfig};
     use hat::sim::catalog::{Catalog, Split};
@@ -247,6 +248,24 @@ mod end_to_end {
                 faults: &self.faults,
                 seed: 11,
             }
+        }
+
+        /// Rollouts on the server at `url` (up to /v1) serving `model` (`None`: ask it), writing the
+        /// weights it loads under `out`; replies of at most 12 tokens, as `config`'s.
+        fn remote(&self, url: &str, model: Option<&str>, out: &Path) -> RemoteRollouts {
+            RemoteRollouts::new(
+                &RemoteConfig {
+                    urls: vec![url.to_string()],
+                    model: model.map(str::to_string),
+                    api_key: None,
+                    timeout: std::time::Duration::from_secs(120),
+                    max_tokens: 12,
+                    tool_call_format: hat::chat::ToolCallFormat::Hermes,
+                },
+                &out.join("rollout-weights"),
+                hat::tokenizer::load(self.dir.path()).unwrap(),
+            )
+            .unwrap()
         }
 
         /// A run into `out`, one episode at a time or, with `remote`, two at once on its servers.
@@ -743,6 +762,20 @@ mod end_to_end {
         );
     }
 
+    /// The weight loads our server at `url` (up to /v1) has counted (`/metrics`).
+    fn weight_updates(url: &str) -> u64 {
+        let root = url.trim_end_matches("/v1");
+        let text = ureq::get(&format!("{root}/metrics"))
+            .call()
+            .unwrap()
+            .into_string()
+            .unwrap();
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("hat_weight_updates_total "));
+        line.unwrap().parse().unwrap()
+    }
+
     /// Copies `from` (a checkpoint directory) to `to`.
     fn copy_dir(from: &Path, to: &Path) {
         std::fs::create_dir_all(to).unwrap();
@@ -759,7 +792,6 @@ mod end_to_end {
     /// the log-probs it reported for the tokens it sampled line up with the trainer's (TIS).
     #[test]
     fn rollouts_on_a_server_that_loads_each_steps_weights() {
-        use hat::rl::remote::{RemoteConfig, RemoteRollouts};
         let world = World::new();
         let served = tempfile::tempdir().unwrap();
         copy_dir(world.dir.path(), served.path());
@@ -774,19 +806,7 @@ mod end_to_end {
         let out = tempfile::tempdir().unwrap();
         let mut cfg = config(2);
         cfg.tis_imp_ratio_cap = Some(2.0);
-        let remote = RemoteRollouts::new(
-            &RemoteConfig {
-                urls: vec![url.clone()],
-                model: None,
-                api_key: None,
-                timeout: std::time::Duration::from_secs(120),
-                max_tokens: cfg.loss.max_completion_length,
-                tool_call_format: hat::chat::ToolCallFormat::Hermes,
-            },
-            &out.path().join("rollout-weights"),
-            hat::tokenizer::load(world.dir.path()).unwrap(),
-        )
-        .unwrap();
+        let remote = world.remote(&url, None, out.path());
         let inputs = world.inputs(&env, out.path(), Some(&remote));
         train::<B>(
             &cfg,
@@ -853,16 +873,7 @@ mod end_to_end {
             gap(other) > 1e-3,
             "pick starting weights that score differently"
         );
-        let root = url.trim_end_matches("/v1");
-        let served_metrics = ureq::get(&format!("{root}/metrics"))
-            .call()
-            .unwrap()
-            .into_string()
-            .unwrap();
-        assert!(
-            served_metrics.contains("hat_weight_updates_total 2"),
-            "{served_metrics}"
-        );
+        assert_eq!(weight_updates(&url), 2);
 
         // The server gone, a resumed run stops at the next step's sync, naming it.
         rt.block_on(server.shutdown()).unwrap();
@@ -881,7 +892,10 @@ mod end_to_end {
         )
         .unwrap_err();
         assert!(
-            format!("{e:#}").contains(&format!("{root}/update_weights_from_disk")),
+            format!("{e:#}").contains(&format!(
+                "{}/update_weights_from_disk",
+                url.trim_end_matches("/v1")
+            )),
             "{e:#}"
         );
         assert_eq!(metrics(out.path()).len(), 2);
@@ -894,7 +908,6 @@ mod end_to_end {
     /// server gone — and gives the uninterrupted run's metrics.
     #[test]
     fn async_rollouts_run_one_step_ahead_and_resume_exactly() {
-        use hat::rl::remote::{RemoteConfig, RemoteRollouts};
         let world = World::new();
         let context = CausalLm::<NdArray<f32>>::load(world.dir.path(), &Default::default())
             .unwrap()
@@ -907,19 +920,7 @@ mod end_to_end {
         cfg.async_rollouts = true;
         cfg.tis_imp_ratio_cap = Some(2.0);
         let run = |out: &Path, resume: bool| {
-            let remote = RemoteRollouts::new(
-                &RemoteConfig {
-                    urls: vec![url.clone()],
-                    model: Some("served".into()),
-                    api_key: None,
-                    timeout: std::time::Duration::from_secs(120),
-                    max_tokens: cfg.loss.max_completion_length,
-                    tool_call_format: hat::chat::ToolCallFormat::Hermes,
-                },
-                &out.join("rollout-weights"),
-                hat::tokenizer::load(world.dir.path()).unwrap(),
-            )
-            .unwrap();
+            let remote = world.remote(&url, Some("served"), out);
             train::<B>(
                 &cfg,
                 Policies::Single(Start {
@@ -947,16 +948,7 @@ mod end_to_end {
                 .map(|l| serde_json::from_str::<Value>(l).unwrap())
                 .all(|t| t["meta"]["rl_policy_step"] == played_by));
         }
-        let root = url.trim_end_matches("/v1");
-        let served_metrics = ureq::get(&format!("{root}/metrics"))
-            .call()
-            .unwrap()
-            .into_string()
-            .unwrap();
-        assert!(
-            served_metrics.contains("hat_weight_updates_total 2"),
-            "{served_metrics}"
-        );
+        assert_eq!(weight_updates(&url), 2);
         rt.block_on(server.shutdown()).unwrap();
         drop(rt);
 
@@ -978,7 +970,6 @@ mod end_to_end {
     /// be played stops the run, naming the step and the error, with the steps before it kept.
     #[test]
     fn a_failing_rollout_server_drops_episodes_then_stops_the_run() {
-        use hat::rl::remote::{RemoteConfig, RemoteRollouts};
         use std::sync::atomic::{AtomicUsize, Ordering};
         let world = World::new();
         // Weight loads succeed; chat requests 0..6 get a reply, every later one a 500.
@@ -999,19 +990,7 @@ mod end_to_end {
         });
         let env = world.env();
         let out = tempfile::tempdir().unwrap();
-        let remote = RemoteRollouts::new(
-            &RemoteConfig {
-                urls: vec![format!("{url}/v1")],
-                model: Some("fake".into()),
-                api_key: None,
-                timeout: std::time::Duration::from_secs(10),
-                max_tokens: 12,
-                tool_call_format: hat::chat::ToolCallFormat::Hermes,
-            },
-            &out.path().join("rollout-weights"),
-            hat::tokenizer::load(world.dir.path()).unwrap(),
-        )
-        .unwrap();
+        let remote = world.remote(&format!("{url}/v1"), Some("fake"), out.path());
         let e = train::<B>(
             &config(3),
             Policies::Single(Start {
