@@ -268,6 +268,28 @@ mod end_to_end {
             .unwrap()
         }
 
+        /// Trains the random policy from scratch (or, with `resume`, from `inputs.out`).
+        fn train(
+            &self,
+            cfg: &GrpoConfig,
+            inputs: &RunInputs<'_>,
+            resume: bool,
+        ) -> anyhow::Result<Vec<std::path::PathBuf>> {
+            let model = CausalLm::<B>::load(self.dir.path(), &Default::default()).unwrap();
+            train::<B>(
+                cfg,
+                Policies::Single(Start {
+                    model,
+                    reference: None,
+                }),
+                None,
+                inputs,
+                resume,
+                &AtomicBool::new(false),
+                &Default::default(),
+            )
+        }
+
         /// A run into `out`, one episode at a time or, with `remote`, two at once on its servers.
         fn inputs<'a>(
             &'a self,
@@ -808,19 +830,7 @@ mod end_to_end {
         cfg.tis_imp_ratio_cap = Some(2.0);
         let remote = world.remote(&url, None, out.path());
         let inputs = world.inputs(&env, out.path(), Some(&remote));
-        train::<B>(
-            &cfg,
-            Policies::Single(Start {
-                model: CausalLm::<B>::load(world.dir.path(), &Default::default()).unwrap(),
-                reference: None,
-            }),
-            None,
-            &inputs,
-            false,
-            &AtomicBool::new(false),
-            &Default::default(),
-        )
-        .unwrap();
+        world.train(&cfg, &inputs, false).unwrap();
         let m = metrics(out.path());
         assert_eq!(m.len(), 2);
         for step in &m {
@@ -878,19 +888,7 @@ mod end_to_end {
         // The server gone, a resumed run stops at the next step's sync, naming it.
         rt.block_on(server.shutdown()).unwrap();
         drop(rt);
-        let e = train::<B>(
-            &config(3),
-            Policies::Single(Start {
-                model: CausalLm::<B>::load(world.dir.path(), &Default::default()).unwrap(),
-                reference: None,
-            }),
-            None,
-            &inputs,
-            true,
-            &AtomicBool::new(false),
-            &Default::default(),
-        )
-        .unwrap_err();
+        let e = world.train(&config(3), &inputs, true).unwrap_err();
         assert!(
             format!("{e:#}").contains(&format!(
                 "{}/update_weights_from_disk",
@@ -921,19 +919,9 @@ mod end_to_end {
         cfg.tis_imp_ratio_cap = Some(2.0);
         let run = |out: &Path, resume: bool| {
             let remote = world.remote(&url, Some("served"), out);
-            train::<B>(
-                &cfg,
-                Policies::Single(Start {
-                    model: CausalLm::<B>::load(world.dir.path(), &Default::default()).unwrap(),
-                    reference: None,
-                }),
-                None,
-                &world.inputs(&env, out, Some(&remote)),
-                resume,
-                &AtomicBool::new(false),
-                &Default::default(),
-            )
-            .unwrap()
+            world
+                .train(&cfg, &world.inputs(&env, out, Some(&remote)), resume)
+                .unwrap()
         };
         let whole = tempfile::tempdir().unwrap();
         run(whole.path(), false);
