@@ -155,18 +155,7 @@ fn run_alone(
         prefill_chunk: engine::PREFILL_CHUNK,
     };
     let (handle, thread) = engine::spawn(model, tok.clone(), config, metrics.clone());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    handle
-        .submit(GenRequest {
-            prompt: prompt.to_vec(),
-            params,
-            top_logprobs: 0,
-            tokens_as_ids: false,
-            guide: None,
-            events: tx,
-        })
-        .map_err(|e| format!("{e:?}"))
-        .unwrap();
+    let mut rx = submit(&handle, prompt, params);
     let mut text = String::new();
     let tokens = loop {
         match rx.blocking_recv().expect("an event") {
@@ -230,17 +219,17 @@ fn mtp_needs_a_head() {
     assert!(tiny(300).with_mtp(0).is_err());
 }
 
-/// Submits `prompt` for `max_tokens` greedy tokens; the receiver gets its events.
-fn submit_greedy(
+/// Submits `prompt` with `params`; the receiver gets its events.
+fn submit(
     handle: &engine::EngineHandle,
     prompt: &[u32],
-    max_tokens: usize,
+    params: SamplingParams,
 ) -> tokio::sync::mpsc::UnboundedReceiver<Event> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     handle
         .submit(GenRequest {
             prompt: prompt.to_vec(),
-            params: SamplingParams::greedy(max_tokens),
+            params,
             top_logprobs: 0,
             tokens_as_ids: false,
             guide: None,
@@ -298,8 +287,8 @@ fn chunked_prefill_changes_no_output() {
         prefill_chunk: engine::PREFILL_CHUNK,
     };
     let (handle, thread) = engine::spawn(model(), tok.clone(), config, metrics.clone());
-    let submit = |prompt: &[u32], max_tokens| submit_greedy(&handle, prompt, max_tokens);
-    let mut running = submit(&short, 60);
+    let greedy = |prompt: &[u32], n| submit(&handle, prompt, SamplingParams::greedy(n));
+    let mut running = greedy(&short, 60);
     // Wait for the short request's first token, so the long one arrives mid-decode.
     let mut text = String::new();
     let mut seen = 0;
@@ -312,7 +301,7 @@ fn chunked_prefill_changes_no_output() {
             seen += tokens;
         }
     }
-    let long_rx = submit(&long, 8);
+    let long_rx = greedy(&long, 8);
     let (rest, _) = collect(running);
     let (long_text, _) = collect(long_rx);
     text.push_str(&rest);
@@ -355,13 +344,13 @@ fn a_weight_update_waits_for_running_sequences() {
     let (handle, thread) = engine::spawn(model(3), tok.clone(), config, metrics.clone());
     let failed = handle.load_weights("/no/such/checkpoint".into()).unwrap();
     assert!(failed.blocking_recv().unwrap().is_err());
-    let mut running = submit_greedy(&handle, &first, 40);
+    let mut running = submit(&handle, &first, SamplingParams::greedy(40));
     let mut text = match running.blocking_recv().unwrap() {
         Event::Text { text, .. } => text,
         e => panic!("{e:?}"),
     };
     let update = handle.load_weights(dir.path().to_path_buf()).unwrap();
-    let after = submit_greedy(&handle, &second, 20);
+    let after = submit(&handle, &second, SamplingParams::greedy(20));
     text.push_str(&collect(running).0);
     assert_eq!(text, old_first, "the running request switched weights");
     update.blocking_recv().unwrap().unwrap();

@@ -16,6 +16,10 @@ mod template;
 mod tool_calls;
 
 pub use reasoning::{split_reasoning, ReasoningSplit, THINK_OPEN};
+
+/// End-of-turn tokens of the Qwen chat format: generation ends at them, and they are not part of
+/// the message.
+pub const END_TOKENS: [&str; 2] = ["<|im_end|>", "<|endoftext|>"];
 pub use template::{ChatTemplate, RenderInput};
 pub use tool_calls::{
     find_tool_schema, parse_assistant_output, parse_tool_calls, AssistantOutput, ToolCall,

@@ -129,7 +129,7 @@ impl RemoteRollouts {
             .collect();
         let weights_dir = std::path::absolute(weights_dir)
             .with_context(|| format!("resolving {}", weights_dir.display()))?;
-        let end_tokens = ["<|im_end|>", "<|endoftext|>"]
+        let end_tokens = crate::chat::END_TOKENS
             .iter()
             .filter_map(|t| tokenizer.token_to_id(t))
             .collect();

@@ -174,15 +174,15 @@ pub enum SubmitError {
 }
 
 /// New weights to load from a checkpoint directory, and where to say how it went.
-pub struct WeightUpdate {
-    pub dir: PathBuf,
-    pub done: tokio::sync::oneshot::Sender<Result<(), String>>,
+struct WeightUpdate {
+    dir: PathBuf,
+    done: tokio::sync::oneshot::Sender<Result<(), String>>,
 }
 
 /// What the engine's queue carries: requests to generate for, in arrival order, and weight updates,
 /// which wait for the sequences before them to finish and hold back those after them (no sequence
 /// mixes two sets of weights).
-pub enum Work {
+enum Work {
     Generate(GenRequest),
     LoadWeights(WeightUpdate),
 }

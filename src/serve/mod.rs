@@ -51,9 +51,6 @@ pub struct AppOptions {
     pub engine: EngineConfig,
 }
 
-/// End-of-turn tokens of the Qwen chat format that end generation when the tokenizer has them.
-const END_TOKENS: [&str; 2] = ["<|im_end|>", "<|endoftext|>"];
-
 /// Starts the engine on `model` and assembles the shared state the routes serve from.
 pub fn build_app<M: StepModel>(
     model: M,
@@ -64,7 +61,8 @@ pub fn build_app<M: StepModel>(
 ) -> (App, JoinHandle<()>) {
     let metrics = Arc::new(Metrics::default());
     let tokenizer = Arc::new(tokenizer);
-    let stop_token_ids = END_TOKENS
+    // Those the tokenizer has end generation.
+    let stop_token_ids = crate::chat::END_TOKENS
         .iter()
         .filter_map(|t| tokenizer.token_to_id(t))
         .collect();

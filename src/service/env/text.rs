@@ -12,11 +12,8 @@ use anyhow::{anyhow, Result};
 use serde_json::{json, Value};
 use tokenizers::Tokenizer;
 
-use crate::chat::{split_reasoning, ChatTemplate, RenderInput};
+use crate::chat::{split_reasoning, ChatTemplate, RenderInput, END_TOKENS};
 use crate::record::{Content, Message, Role};
-
-/// End-of-turn tokens a completion may end with; they are not part of the message.
-const END_TOKENS: [&str; 2] = ["<|im_end|>", "<|endoftext|>"];
 
 /// A chat template and, optionally, the tokenizer it came with.
 pub struct Texts {
