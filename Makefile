@@ -33,7 +33,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: reproduce demo run build test examples bench bench-model bench-llamacpp clean-out distill distill-data distill-base distill-eval curriculum compare rl opd serve replay replay-set loadtest openai-client-test adapters-test services-loadtest fuzz
+.PHONY: reproduce demo run build test examples bench bench-model bench-llamacpp clean-out distill distill-data distill-base distill-eval curriculum curriculum-data compare rl opd serve replay replay-set loadtest openai-client-test adapters-test services-loadtest fuzz
 
 # BIN=target/debug runs the pipeline on debug binaries, built without --release (quick checks at small sizes).
 build:
@@ -188,8 +188,12 @@ CURRICULUM_PRESET ?= tiny-2attn
 COPY_STEPS ?= 300
 LOOKUP_STEPS ?= 800
 REPLY_STEPS ?= 600
+# Copy rows of the copy stage (one id, the current product) and of the lookup stage (every kind).
+COPY_ROWS ?= 20000
+LOOKUP_COPY_ROWS ?= 30000
+# add --tokenizer, --model-init, --records, --max-steps, --save-steps, --out
 STAGE_TRAIN = $(TD) train --learning-rate 1e-3 --lr-scheduler-type constant_with_warmup --warmup-steps 20 --seed $(SEED) \
-	--eval-steps 0 --overwrite-output-dir --tokenizer $(DISTILL)/tokenizer --batch-tokens 4096
+	--eval-steps 0 --overwrite-output-dir --batch-tokens 4096
 ROOM_ONLY := --dialogue-only --keep-sections 'Room state|Current product'
 # QUOTE_EVIDENCE=1: every row's lookup call is preceded by reasoning that quotes the room-state entry from the
 # viewer's words to the id, then the viewer's lines (`hat records cat --quote-evidence`, src/evidence.rs), in
@@ -199,27 +203,32 @@ QUOTE_EVIDENCE ?= 0
 EVIDENCE := $(if $(filter 1,$(QUOTE_EVIDENCE)),--quote-evidence)
 checkpoint = $(1)/checkpoint-$(shell printf %06d $(2))
 
-curriculum: SFT_INIT = $(call checkpoint,$(CURRICULUM)/reply,$(REPLY_STEPS))
-curriculum: PROBE_RECORDS = $(CURRICULUM)
-curriculum: build distill-data
+# The curriculum's rows from $(DISTILL)'s teacher data, into $(CURRICULUM)/ (make reproduce builds them in its
+# data directory: CURRICULUM=DISTILL=out/reproduce/data).
+curriculum-data:
 	@mkdir -p $(CURRICULUM)
-	$(HAT) sim copy-task --n 20000 --kinds current --seed $(SEED) $(CATALOG) | $(HAT) records cat $(EVIDENCE) -o $(CURRICULUM)/copy.current.jsonl
-	$(HAT) sim copy-task --n 30000 --seed $$(($(SEED) + 1)) $(CATALOG) | $(HAT) records cat $(EVIDENCE) -o $(CURRICULUM)/copy.jsonl
+	$(HAT) sim copy-task --n $(COPY_ROWS) --kinds current --seed $(SEED) $(CATALOG) | $(HAT) records cat $(EVIDENCE) -o $(CURRICULUM)/copy.current.jsonl
+	$(HAT) sim copy-task --n $(LOOKUP_COPY_ROWS) --seed $$(($(SEED) + 1)) $(CATALOG) | $(HAT) records cat $(EVIDENCE) -o $(CURRICULUM)/copy.jsonl
 	$(HAT) records cat $(EVIDENCE) --first-turn $(ROOM_ONLY) --rename-ids $(SEED) -i $(DISTILL)/teacher.original.jsonl -o $(CURRICULUM)/room.jsonl
 	$(HAT) records cat $(EVIDENCE) $(ROOM_ONLY) --rename-ids $$(($(SEED) + 1)) -i $(DISTILL)/teacher.original.jsonl -o $(CURRICULUM)/dialog.jsonl
 	for f in teacher.full teacher.first; do \
 		$(HAT) records cat $(EVIDENCE) --rename-ids $(SEED) -i $(DISTILL)/$$f.jsonl -o $(CURRICULUM)/$$f.renamed.jsonl; done
-	for s in primary heldout phrasings; do \
-		$(HAT) records cat $(EVIDENCE) -i $(DISTILL)/teacher.$$s.jsonl -o $(CURRICULUM)/teacher.$$s.jsonl; done
 	cat $(CURRICULUM)/copy.jsonl $(CURRICULUM)/room.jsonl > $(CURRICULUM)/lookup.jsonl
 	cat $(CURRICULUM)/lookup.jsonl $(CURRICULUM)/dialog.jsonl > $(CURRICULUM)/reply.jsonl
+
+curriculum: SFT_INIT = $(call checkpoint,$(CURRICULUM)/reply,$(REPLY_STEPS))
+curriculum: PROBE_RECORDS = $(CURRICULUM)
+curriculum: build distill-data
+	$(MAKE) curriculum-data
+	for s in primary heldout phrasings; do \
+		$(HAT) records cat $(EVIDENCE) -i $(DISTILL)/teacher.$$s.jsonl -o $(CURRICULUM)/teacher.$$s.jsonl; done
 	cat $(CURRICULUM)/teacher.full.renamed.jsonl $(CURRICULUM)/teacher.first.renamed.jsonl $(CURRICULUM)/reply.jsonl \
 		> $(CURRICULUM)/sft.jsonl
-	$(STAGE_TRAIN) --model-init $(CURRICULUM_PRESET) --records $(CURRICULUM)/copy.current.jsonl \
+	$(STAGE_TRAIN) --tokenizer $(DISTILL)/tokenizer --model-init $(CURRICULUM_PRESET) --records $(CURRICULUM)/copy.current.jsonl \
 		--max-steps $(COPY_STEPS) --save-steps $(COPY_STEPS) --out $(CURRICULUM)/copy
-	$(STAGE_TRAIN) --model-init $(call checkpoint,$(CURRICULUM)/copy,$(COPY_STEPS)) --records $(CURRICULUM)/lookup.jsonl \
+	$(STAGE_TRAIN) --tokenizer $(DISTILL)/tokenizer --model-init $(call checkpoint,$(CURRICULUM)/copy,$(COPY_STEPS)) --records $(CURRICULUM)/lookup.jsonl \
 		--max-steps $(LOOKUP_STEPS) --save-steps $(LOOKUP_STEPS) --out $(CURRICULUM)/lookup
-	$(STAGE_TRAIN) --model-init $(call checkpoint,$(CURRICULUM)/lookup,$(LOOKUP_STEPS)) --records $(CURRICULUM)/reply.jsonl \
+	$(STAGE_TRAIN) --tokenizer $(DISTILL)/tokenizer --model-init $(call checkpoint,$(CURRICULUM)/lookup,$(LOOKUP_STEPS)) --records $(CURRICULUM)/reply.jsonl \
 		--max-steps $(REPLY_STEPS) --save-steps $(REPLY_STEPS) --out $(CURRICULUM)/reply
 	$(TD) train --records $(CURRICULUM)/sft.jsonl $(SFT_ARGS) --out $(CURRICULUM)/model --overwrite-output-dir
 	$(MAKE) distill-eval MODEL_DIR=$(call newest,$(CURRICULUM)/model) EVAL_DIR=$(CURRICULUM) \
@@ -357,11 +366,15 @@ $(OPD)/eval.done: $(OPD)/model.done
 	touch $@
 
 # --- make reproduce (issue 25): the paper's table at toy scale, every stage a target over files ---
-# data     the distill-data sets under $(REPRO)/data, general prompts (train with answers, held-out eval),
-#          and the fixed-harness arm's records (original harness only)
-# base     general SFT + language modelling of the domain dialogues, from scratch: the "base" row
-# fixed    fixed-harness SFT from base      } equal compute: same steps, batch, seed
-# hsa      HSA-SFT from base                }
+# data     the distill-data sets under $(REPRO)/data, the copy curriculum's rows (make curriculum-data),
+#          general prompts (train with answers, held-out eval), and the two SFT arms' records
+# copy     the base, first part: $(CURRICULUM_PRESET) from scratch on one-id copy rows   } make curriculum's
+# lookup   copy rows of every kind + room-state opening turns                            } copy and lookup
+# base     + general SFT and the whole room-state dialogues (the reply reads the tool results): the "base"
+#          row, a model that follows general instructions and copies from its context, before any harness
+# fixed    fixed-harness SFT from base (original-harness episodes)          } equal compute: same steps,
+# hsa      HSA-SFT from base (original + train-pool HSA variants)          } batch, seed; both keep the
+#          base's room-state rows and rename product ids per record (only copying lowers their loss)
 # opd      OPD from HSA-SFT, make opd's recipe: base as the general prompts' teacher, HSA-SFT as the
 #          domain prompts' (OPD_DOMAIN_SHARE of them): restores what SFT eroded
 # rl       HSA-RL (grpo-train) from OPD, train-pool variants, faults on
@@ -374,7 +387,9 @@ $(OPD)/eval.done: $(OPD)/model.done
 # follows it. HARNESS=harness-samples/aftersales make reproduce runs it on another harness.
 REPRO ?= $(OUT)/reproduce
 R_DATA = $(REPRO)/data
-R_BASE_STEPS ?= $(GENERAL_STEPS)
+# General prompts of the base stage: ~a fifth of its tokens beside the curriculum's 68k room-state rows.
+R_GENERAL_TRAIN ?= 32000
+R_BASE_STEPS ?= 1000
 R_SFT_STEPS ?= 200
 R_OPD_STEPS ?= $(OPD_STEPS)
 R_RL_STEPS ?= $(RL_STEPS)
@@ -386,6 +401,7 @@ R_STAGES := base fixed hsa opd rl
 R_CKPT = $$(ls -d $(REPRO)/$(1)/checkpoint-* | tail -1)
 R_TRAIN = $(TD) train --tokenizer $(R_DATA)/tokenizer --learning-rate $(DISTILL_LR) --lr-scheduler-type $(DISTILL_LR_SCHEDULER) --batch-tokens $(DISTILL_BATCH_TOKENS) \
 	--gradient-accumulation-steps $(DISTILL_ACCUM) --seed $(SEED) --eval-steps 0 --overwrite-output-dir
+R_STAGE_TRAIN = $(STAGE_TRAIN) --tokenizer $(R_DATA)/tokenizer
 # Every stage's recipe starts with $(r-start) and ends with $(r-end STAGE): seconds into times.tsv.
 r-start = @mkdir -p $(REPRO) && date +%s > $@.start
 r-end = @echo -e "$(1)\t$$(( $$(date +%s) - $$(cat $@.start) ))" >> $(REPRO)/times.tsv && rm $@.start && touch $@
@@ -396,30 +412,45 @@ reproduce: $(REPRO)/report.md
 $(REPRO)/data.done:
 	$(r-start)
 	$(MAKE) distill-data DISTILL=$(R_DATA)
-	$(HAT) general prompts --split train --n $(GENERAL_TRAIN) --seed $(SEED) -o $(R_DATA)/general-train.jsonl
+	$(MAKE) curriculum-data DISTILL=$(R_DATA) CURRICULUM=$(R_DATA)
+	$(HAT) general prompts --split train --n $(R_GENERAL_TRAIN) --seed $(SEED) -o $(R_DATA)/general-train.jsonl
 	$(HAT) general prompts --split eval --n $(GENERAL_EVAL) --seed $(SEED) -o $(R_DATA)/general-eval.jsonl
 	$(TD) collect --harness $(HARNESS) --tasks $(R_DATA)/tasks.train.jsonl --variants 0 --faults $(FAULTS) \
 		--keep-retry-prob $(DISTILL_KEEP_RETRY) --seed $(SEED) $(CATALOG) -o $(R_DATA)/teacher.fixed.full.jsonl
-	$(HAT) records cat --first-turn -i $(R_DATA)/teacher.original.jsonl -o $(R_DATA)/teacher.fixed.first.jsonl
-	cat $(R_DATA)/teacher.fixed.full.jsonl $(R_DATA)/teacher.fixed.first.jsonl $(R_DATA)/base.jsonl > $(R_DATA)/teacher.fixed.jsonl
-	cat $(R_DATA)/general-train.jsonl $(R_DATA)/base.jsonl > $(R_DATA)/base-records.jsonl
+	$(HAT) records cat --rename-ids $(SEED) -i $(R_DATA)/teacher.fixed.full.jsonl -o $(R_DATA)/teacher.fixed.full.renamed.jsonl
+	$(HAT) records cat --first-turn --rename-ids $(SEED) -i $(R_DATA)/teacher.original.jsonl -o $(R_DATA)/teacher.fixed.first.renamed.jsonl
+	cat $(R_DATA)/teacher.fixed.full.renamed.jsonl $(R_DATA)/teacher.fixed.first.renamed.jsonl $(R_DATA)/reply.jsonl > $(R_DATA)/sft.fixed.jsonl
+	cat $(R_DATA)/teacher.full.renamed.jsonl $(R_DATA)/teacher.first.renamed.jsonl $(R_DATA)/reply.jsonl > $(R_DATA)/sft.hsa.jsonl
+	cat $(R_DATA)/general-train.jsonl $(R_DATA)/reply.jsonl > $(R_DATA)/base-records.jsonl
 	$(call r-end,data)
 
-$(REPRO)/base.done: $(REPRO)/data.done
+$(REPRO)/copy.done: $(REPRO)/data.done
 	$(r-start)
-	$(BASE_TRAIN) --records $(R_DATA)/base-records.jsonl --tokenizer $(R_DATA)/tokenizer \
+	$(R_STAGE_TRAIN) --model-init $(CURRICULUM_PRESET) --records $(R_DATA)/copy.current.jsonl \
+		--max-steps $(COPY_STEPS) --save-steps $(COPY_STEPS) --out $(REPRO)/copy
+	$(call r-end,copy)
+
+$(REPRO)/lookup.done: $(REPRO)/copy.done
+	$(r-start)
+	$(R_STAGE_TRAIN) --model-init $(call R_CKPT,copy) --records $(R_DATA)/lookup.jsonl \
+		--max-steps $(LOOKUP_STEPS) --save-steps $(LOOKUP_STEPS) --out $(REPRO)/lookup
+	$(call r-end,lookup)
+
+$(REPRO)/base.done: $(REPRO)/lookup.done
+	$(r-start)
+	$(R_STAGE_TRAIN) --model-init $(call R_CKPT,lookup) --records $(R_DATA)/base-records.jsonl \
 		--max-steps $(R_BASE_STEPS) --save-steps $(R_BASE_STEPS) --out $(REPRO)/base
 	$(call r-end,base)
 
 $(REPRO)/fixed.done: $(REPRO)/base.done
 	$(r-start)
-	$(R_TRAIN) --records $(R_DATA)/teacher.fixed.jsonl --model-init $(call R_CKPT,base) \
+	$(R_TRAIN) --records $(R_DATA)/sft.fixed.jsonl --model-init $(call R_CKPT,base) \
 		--max-steps $(R_SFT_STEPS) --save-steps $(R_SFT_STEPS) --out $(REPRO)/fixed
 	$(call r-end,fixed)
 
 $(REPRO)/hsa.done: $(REPRO)/base.done
 	$(r-start)
-	$(R_TRAIN) --records $(R_DATA)/teacher.jsonl --model-init $(call R_CKPT,base) \
+	$(R_TRAIN) --records $(R_DATA)/sft.hsa.jsonl --model-init $(call R_CKPT,base) \
 		--max-steps $(R_SFT_STEPS) --save-steps $(R_SFT_STEPS) --out $(REPRO)/hsa
 	$(call r-end,hsa)
 
@@ -481,8 +512,8 @@ $(REPRO)/report.md: $(foreach s,$(R_STAGES),$(REPRO)/eval-$(s).done) $(REPRO)/or
 # The same chain with tiny budgets (≤ 10 minutes on 2 cores): to see every stage run, not to read results.
 demo:
 	$(MAKE) reproduce REPRO=$(OUT)/demo DISTILL_PRODUCTS=60 DISTILL_TASKS=160 DISTILL_FIRST_TASKS=320 DISTILL_VARIANTS=4 \
-		DISTILL_EVAL_TASKS=6 R_EVAL_TASKS=6 R_MAX_TOKENS=32 GENERAL_TRAIN=200 GENERAL_EVAL=6 DISTILL_BATCH_TOKENS=4096 DISTILL_ACCUM=1 \
-		R_BASE_STEPS=4 R_SFT_STEPS=4 R_OPD_STEPS=2 R_RL_STEPS=1 RL_TASKS_PER_STEP=2 RL_GENERATIONS=2 R_REPLAY_PROMPTS=8
+		DISTILL_EVAL_TASKS=6 R_EVAL_TASKS=6 R_MAX_TOKENS=32 R_GENERAL_TRAIN=200 GENERAL_EVAL=6 DISTILL_BATCH_TOKENS=4096 DISTILL_ACCUM=1 \
+		COPY_ROWS=200 LOOKUP_COPY_ROWS=200 COPY_STEPS=2 LOOKUP_STEPS=2 R_BASE_STEPS=4 R_SFT_STEPS=4 R_OPD_STEPS=2 R_RL_STEPS=1 RL_TASKS_PER_STEP=2 RL_GENERATIONS=2 R_REPLAY_PROMPTS=8
 
 # `cargo test` has already built the debug binaries and examples, so the examples run on those
 # (PROFILE=debug) instead of paying for a second, release build in CI.
