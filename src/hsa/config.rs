@@ -44,8 +44,8 @@ pub struct Config {
 #[serde(deny_unknown_fields, default)]
 pub struct Ops {
     pub mask_skill: MaskSkill,
-    pub rename_skill: Rewrite,
-    pub rename_tool: Rewrite,
+    pub rename_skill: Rename,
+    pub rename_tool: Rename,
     pub rewrite_skill_description: Rewrite,
     pub add_synthetic_skill: AddSkills,
     pub add_noise_skill: AddSkills,
@@ -74,8 +74,8 @@ impl Default for Ops {
                 max: 2,
                 keep: Vec::new(),
             },
-            rename_skill: rw(0.5, 0.4, 1.0),
-            rename_tool: rw(0.6, 0.4, 1.0),
+            rename_skill: Rename::new(0.5, 0.4),
+            rename_tool: Rename::new(0.6, 0.4),
             rewrite_skill_description: rw(0.5, 0.5, 0.6),
             add_synthetic_skill: AddSkills { p: 0.3, max: 2 },
             add_noise_skill: AddSkills { p: 0.3, max: 1 },
@@ -122,6 +122,31 @@ pub struct Rewrite {
     pub share: f64,
     #[serde(default = "one")]
     pub rate: f64,
+}
+
+/// The two rename ops: each skill or tool renamed with probability `share`. In the train pool a share
+/// `coined` of the new names carry a coined word (`tavomi`: consonant-vowel syllables, in no bank) in
+/// place of the bank's verb or marker: a name that no bank and no other variant repeats, so a model
+/// can lower its loss on it only by copying it from the prompt — what a name it never saw (the eval
+/// pool's) asks of it. The eval pool never coins.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rename {
+    pub p: f64,
+    #[serde(default = "one")]
+    pub share: f64,
+    #[serde(default)]
+    pub coined: f64,
+}
+
+impl Rename {
+    fn new(p: f64, share: f64) -> Rename {
+        Rename {
+            p,
+            share,
+            coined: 0.0,
+        }
+    }
 }
 
 fn one() -> f64 {
@@ -212,6 +237,14 @@ impl Config {
         for (name, v) in [
             ("rename_skill", o.rename_skill),
             ("rename_tool", o.rename_tool),
+        ] {
+            for (field, x) in [("share", v.share), ("coined", v.coined)] {
+                if !(0.0..=1.0).contains(&x) {
+                    bail!("ops.{name}.{field} = {x} is not in [0, 1]");
+                }
+            }
+        }
+        for (name, v) in [
             ("rewrite_skill_description", o.rewrite_skill_description),
             ("paraphrase_rules", o.paraphrase_rules),
             ("mask_rules", o.mask_rules),

@@ -5,10 +5,11 @@
 //! or noun-verb, optionally with abbreviated nouns (`chk_inv`, `ProdDtlRetrieve`). Skill names follow
 //! the Agent Skills rule (lowercase kebab-case) and end in a marker word (`size-fit-guide`).
 //! Pool disjointness: a tool name holds exactly one verb token and a skill name ends in one marker, and
-//! those token sets differ between the pools, so no name can come out of both.
+//! those token sets differ between the pools, so no name can come out of both. The train pool may also
+//! coin its verb or marker (`coined_word`), a word no bank holds.
 
 use super::banks::{
-    ABBREVIATIONS, PARAM_KEYS, SKILL_MARKERS, SKILL_WORDS, TOOL_NOUNS, VERB_CLASSES,
+    Split, ABBREVIATIONS, PARAM_KEYS, SKILL_MARKERS, SKILL_WORDS, TOOL_NOUNS, VERB_CLASSES,
 };
 use super::config::Pool;
 use crate::harness::skills::is_valid_skill_name;
@@ -75,16 +76,57 @@ fn abbreviate(word: &str) -> String {
         .to_string()
 }
 
-/// A candidate name for tool `canonical`, drawn from `pool`. May equal an existing name; the caller
-/// checks collisions and draws again.
-pub fn tool_name(canonical: &str, pool: Pool, rng: &mut Rng) -> String {
+const COIN_CONSONANTS: &[char] = &[
+    'b', 'd', 'f', 'g', 'k', 'l', 'm', 'n', 'p', 'r', 's', 't', 'v', 'z',
+];
+const COIN_VOWELS: &[char] = &['a', 'e', 'i', 'o', 'u'];
+
+/// A coined word of two or three consonant-vowel syllables (`tavomi`), never a word or abbreviation of
+/// any bank (so never an eval-pool verb or marker: `locate` has that shape).
+pub fn coined_word(rng: &mut Rng) -> String {
+    loop {
+        let syllables = 2 + rng.below(2);
+        let word: String = (0..syllables)
+            .flat_map(|_| [*rng.pick(COIN_CONSONANTS), *rng.pick(COIN_VOWELS)])
+            .collect();
+        if !is_bank_word(&word) {
+            return word;
+        }
+    }
+}
+
+fn is_bank_word(word: &str) -> bool {
+    let pools = |s: &Split<&str>| s.train.iter().chain(s.eval).any(|w| *w == word);
+    VERB_CLASSES.iter().any(|c| pools(&c.verbs))
+        || pools(&SKILL_MARKERS)
+        || TOOL_NOUNS
+            .iter()
+            .chain(SKILL_WORDS)
+            .flat_map(|(_, alts)| alts.iter())
+            .any(|alt| alt.contains(&word))
+        || ABBREVIATIONS.iter().any(|(_, a)| *a == word)
+}
+
+/// Whether a name drawn from `pool` coins its verb or marker: only the train pool coins, with
+/// probability `coined` (no draw at 0, so a config without coinage draws the names it always drew).
+fn coins(pool: Pool, coined: f64, rng: &mut Rng) -> bool {
+    pool == Pool::Train && coined > 0.0 && rng.chance(coined)
+}
+
+/// A candidate name for tool `canonical`, drawn from `pool`, its verb coined with probability `coined`
+/// in the train pool. May equal an existing name; the caller checks collisions and draws again.
+pub fn tool_name(canonical: &str, pool: Pool, coined: f64, rng: &mut Rng) -> String {
     let canon_words = words(canonical);
     let first = canon_words.first().map(String::as_str).unwrap_or("get");
     let class = VERB_CLASSES
         .iter()
         .find(|c| c.canonical.contains(&first))
         .unwrap_or(&VERB_CLASSES[0]);
-    let verb = rng.pick(class.verbs.of(pool)).to_string();
+    let verb = if coins(pool, coined, rng) {
+        coined_word(rng)
+    } else {
+        rng.pick(class.verbs.of(pool)).to_string()
+    };
     let nouns: Vec<String> = match TOOL_NOUNS.iter().find(|(c, _)| *c == canonical) {
         Some((_, alts)) => rng.pick(alts).iter().map(|w| w.to_string()).collect(),
         None if canon_words.len() > 1 => canon_words[1..].to_vec(),
@@ -109,14 +151,20 @@ pub fn tool_name(canonical: &str, pool: Pool, rng: &mut Rng) -> String {
     name
 }
 
-/// A candidate name for skill `canonical`, drawn from `pool` (always a valid Agent Skills name).
-pub fn skill_name(canonical: &str, pool: Pool, rng: &mut Rng) -> String {
+/// A candidate name for skill `canonical`, drawn from `pool`, its marker coined with probability
+/// `coined` in the train pool (always a valid Agent Skills name).
+pub fn skill_name(canonical: &str, pool: Pool, coined: f64, rng: &mut Rng) -> String {
     let mut parts: Vec<String> = match SKILL_WORDS.iter().find(|(c, _)| *c == canonical) {
         Some((_, alts)) => rng.pick(alts).iter().map(|w| w.to_string()).collect(),
         None => words(canonical),
     };
     parts.retain(|w| !w.is_empty());
-    parts.push(rng.pick(SKILL_MARKERS.of(pool)).to_string());
+    let marker = if coins(pool, coined, rng) {
+        coined_word(rng)
+    } else {
+        rng.pick(SKILL_MARKERS.of(pool)).to_string()
+    };
+    parts.push(marker);
     let name = parts.join("-");
     debug_assert!(is_valid_skill_name(&name), "{name}");
     name
@@ -179,27 +227,61 @@ mod tests {
         let mut rng = Rng::new(3);
         for _ in 0..200 {
             for pool in [Pool::Train, Pool::Eval] {
-                assert!(is_valid_tool_name(&tool_name(
-                    "check_inventory",
-                    pool,
-                    &mut rng
-                )));
-                assert!(is_valid_tool_name(&tool_name(
-                    "some_new_tool",
-                    pool,
-                    &mut rng
-                )));
-                assert!(is_valid_skill_name(&skill_name(
-                    "size-advice",
-                    pool,
-                    &mut rng
-                )));
-                assert!(is_valid_skill_name(&skill_name(
-                    "brand-new",
-                    pool,
-                    &mut rng
-                )));
+                for coined in [0.0, 0.5] {
+                    for tool in ["check_inventory", "some_new_tool"] {
+                        assert!(is_valid_tool_name(&tool_name(tool, pool, coined, &mut rng)));
+                    }
+                    for skill in ["size-advice", "brand-new"] {
+                        assert!(is_valid_skill_name(&skill_name(
+                            skill, pool, coined, &mut rng
+                        )));
+                    }
+                }
             }
         }
+    }
+
+    #[test]
+    fn the_train_pool_coins_words_no_bank_holds_and_the_eval_pool_never_coins() {
+        let mut rng = Rng::new(5);
+        let eval_verbs: Vec<&str> = VERB_CLASSES
+            .iter()
+            .flat_map(|c| c.verbs.eval)
+            .copied()
+            .collect();
+        let mut coined_names = std::collections::HashSet::new();
+        for _ in 0..400 {
+            let t = tool_name("get_product_detail", Pool::Train, 1.0, &mut rng);
+            let verb = words(&t).into_iter().find(|w| !is_bank_word(w));
+            let verb = verb.unwrap_or_else(|| panic!("{t}: every verb coined at coined = 1"));
+            assert!(
+                verb.len() >= 4 && !eval_verbs.contains(&verb.as_str()),
+                "{t}"
+            );
+            coined_names.insert(t);
+            let s = skill_name("product-qa", Pool::Train, 1.0, &mut rng);
+            let marker = s.rsplit('-').next().unwrap();
+            assert!(
+                !SKILL_MARKERS.train.contains(&marker) && !is_bank_word(marker),
+                "{s}"
+            );
+            for name in [
+                tool_name("get_product_detail", Pool::Eval, 1.0, &mut rng),
+                skill_name("product-qa", Pool::Eval, 1.0, &mut rng),
+            ] {
+                assert!(
+                    words(&name)
+                        .iter()
+                        .all(|w| is_bank_word(w) || ABBREVIATIONS.iter().any(|(_, a)| a == w)),
+                    "{name}"
+                );
+            }
+        }
+        assert!(
+            coined_names.len() > 300,
+            "coined names rarely repeat: {}",
+            coined_names.len()
+        );
+        assert!(!is_bank_word("tavomi") && is_bank_word("locate") && is_bank_word("handbook"));
     }
 }

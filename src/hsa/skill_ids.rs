@@ -69,7 +69,7 @@ pub fn rename_skill(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<Opt
             continue;
         }
         for _ in 0..NAME_TRIES {
-            let new = skill_name(old, cx.pool, rng);
+            let new = skill_name(old, cx.pool, cfg.ops.rename_skill.coined, rng);
             if !taken.contains(&new) && !cx.ident_in_use(&new) {
                 taken.push(new.clone());
                 map.insert(old.clone(), new);

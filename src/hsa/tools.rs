@@ -39,7 +39,7 @@ pub fn rename_tool(cx: &mut Ctx<'_>, cfg: &Config, rng: &mut Rng) -> Result<Opti
             continue;
         }
         for _ in 0..NAME_TRIES {
-            let new = tool_name(old, cx.pool, rng);
+            let new = tool_name(old, cx.pool, cfg.ops.rename_tool.coined, rng);
             if !taken.contains(&new) && !cx.ident_in_use(&new) {
                 taken.push(new.clone());
                 map.insert(old.clone(), new);
