@@ -85,6 +85,10 @@ DISTILL_VARIANTS ?= 64
 # Share of hook-triggered retries kept in full, feedback and masked rejected attempt included (the rest
 # are cut to the final attempt): ~6% of kept teacher records then carry a fired hook's feedback.
 DISTILL_KEEP_RETRY ?= 0.6
+# The HSA config of the training variants (default: the built-in ops, configs/hsa.toml);
+# configs/hsa-coined.toml coins half the renamed names (docs/learning-default.md, seventeenth session).
+HSA_CONFIG ?=
+HSA_CONFIG_ARG = $(if $(HSA_CONFIG),--hsa-config $(HSA_CONFIG))
 DISTILL_EVAL_TASKS ?= 200
 DISTILL_ROLLOUTS ?= 200
 DISTILL_BASE_STEPS ?= 750
@@ -126,10 +130,10 @@ distill-data: build
 	$(HAT) sim tasks --harness $(HARNESS) --n $(DISTILL_EVAL_TASKS) --split dev --phrasings train --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.primary.jsonl
 	$(HAT) sim tasks --harness $(HARNESS) --n $(DISTILL_EVAL_TASKS) --split dev --seed $(SEED) $(CATALOG) -o $(DISTILL)/tasks.phrasings.jsonl
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.train.jsonl --variants $(DISTILL_VARIANTS) --original-share 0.5 \
-		--keep-retry-prob $(DISTILL_KEEP_RETRY) \
+		--keep-retry-prob $(DISTILL_KEEP_RETRY) $(HSA_CONFIG_ARG) \
 		--faults $(FAULTS) --seed $(SEED) $(CATALOG) -o $(DISTILL)/teacher.full.jsonl --summary $(DISTILL)/collect.json
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.first.jsonl --variants $(DISTILL_VARIANTS) --original-share 0.5 \
-		--keep-retry-prob $(DISTILL_KEEP_RETRY) \
+		--keep-retry-prob $(DISTILL_KEEP_RETRY) $(HSA_CONFIG_ARG) \
 		--faults $(FAULTS) --seed $(SEED) $(CATALOG) -o $(DISTILL)/teacher.first.full.jsonl --summary $(DISTILL)/collect.first.json
 	$(HAT) records cat --first-turn -i $(DISTILL)/teacher.first.full.jsonl -o $(DISTILL)/teacher.first.jsonl
 	$(TD) collect --harness $(HARNESS) --tasks $(DISTILL)/tasks.first.jsonl --variants 0 --seed $(SEED) $(CATALOG) \

@@ -95,6 +95,17 @@ fn shipped_config_equals_the_defaults_and_typos_are_errors() {
 }
 
 #[test]
+fn the_coined_config_changes_only_the_coinage() {
+    let coined = Config::load(&root().join("configs/hsa-coined.toml")).unwrap();
+    let mut expected = Config::default();
+    expected.ops.rename_skill.coined = 0.5;
+    expected.ops.rename_tool.coined = 0.5;
+    assert_eq!(coined, expected);
+    let err = Config::parse("[ops.rename_tool]\np = 0.5\ncoined = 2\n").unwrap_err();
+    assert!(format!("{err:#}").contains("rename_tool.coined"), "{err:#}");
+}
+
+#[test]
 fn every_variant_of_every_sample_validates() {
     for name in ["taolive", "aftersales", "shopdesk"] {
         let base = sample(name);
