@@ -12,12 +12,13 @@ original harness also has, and scores the model's free-running opening (`teacher
                  or tool instead: what a model that memorised the names does
 
 A model that reads names scores alike on both parts; one that memorised them scores near 0 on the
-renamed part. With two or more models, the paired sign test of each against the first on the renamed
-part.
+renamed part. With two or more models, the paired sign test of each against the first on each part.
 
-Usage: scripts/renamed_names.py RECORDS.jsonl PROBE.json [PROBE.json ...]
+Usage: scripts/renamed_names.py [--set NAME] RECORDS.jsonl PROBE.json [PROBE.json ...]
   RECORDS.jsonl  the probed held-out records (teacher.heldout.jsonl)
   PROBE.json     `teacher-distill probe --free-running --summary` output (one or more models each)
+  --set NAME     only the probe's record set NAME (a probe of several sets of the same tasks, as
+                 `--records heldout=… --records primary=…`, repeats the record ids; default: every set)
 """
 import json
 import math
@@ -70,10 +71,14 @@ def teacher_opening(record):
 
 
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    only_set = None
+    if args[:1] == ["--set"] and len(args) > 1:
+        only_set, args = args[1], args[2:]
+    if len(args) < 2:
         sys.exit(__doc__)
     records = {}
-    with open(sys.argv[1]) as f:
+    with open(args[0]) as f:
         for line in f:
             r = json.loads(line)
             names = r.get("harness", {}).get("names", {})
@@ -84,9 +89,11 @@ def main():
             wanted = names_in_calls(teacher_opening(r), loader_of(r))
             records[r["id"]] = (wanted, renamed, loader_of(r))
     models = []
-    for path in sys.argv[2:]:
+    for path in args[1:]:
         with open(path) as f:
             for entry in json.load(f):
+                if only_set is not None and entry["set"] != only_set:
+                    continue
                 free = entry["probe"].get("free")
                 if free is None:
                     sys.exit(f"{path}: model {entry['model']} was probed without --free-running")
@@ -119,11 +126,12 @@ def main():
         first, base = results[0]
         print()
         for model, right in results[1:]:
-            shared = [i for i in base if i in right and base[i][0] == "renamed"]
-            better = sum(right[i][1] and not base[i][1] for i in shared)
-            worse = sum(base[i][1] and not right[i][1] for i in shared)
-            print(f"renamed part, {model} against {first}: right where {first} is wrong {better}, "
-                  f"the reverse {worse}, sign test p = {sign_test(better, worse):.3g} (n = {len(shared)})")
+            for part in ("renamed", "kept"):
+                shared = [i for i in base if i in right and base[i][0] == part]
+                better = sum(right[i][1] and not base[i][1] for i in shared)
+                worse = sum(base[i][1] and not right[i][1] for i in shared)
+                print(f"{part} part, {model} against {first}: right where {first} is wrong {better}, "
+                      f"the reverse {worse}, sign test p = {sign_test(better, worse):.3g} (n = {len(shared)})")
 
 
 if __name__ == "__main__":
