@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Name-copy rows: can the copy-trained model copy a tool's made-up name from its tool list?
+Each row: 4 tools with coined names (one per function, shuffled), the current product's id in the system
+prompt, a viewer question that selects one function, and the call: that tool's coined name + the id.
+Coined names from disjoint syllable sets for train and held-out rows."""
+import json, random, sys
+n, seed, split = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+rng = random.Random(seed)
+CONS = "bdfgklmnprstvz"; VOW = "aeiou"
+# held-out rows use syllables starting with consonants the train rows never use first
+FIRST = {"train": "bdfgklmn", "eval": "prstvz"}[split]
+FUNCS = [("商品详情 product detail: price, specs", "这个多少钱"), ("库存 stock: is it in stock", "有货吗"),
+         ("优惠 promotions: coupons and deals", "有优惠吗"), ("物流 shipping: delivery time", "几天能到")]
+def coin():
+    return rng.choice(FIRST) + rng.choice(VOW) + "".join(rng.choice(CONS) + rng.choice(VOW) for _ in range(rng.randint(1, 2)))
+for i in range(n):
+    names = []
+    while len(names) < 4:
+        w = coin() + "_" + coin()
+        if w not in names: names.append(w)
+    order = list(range(4)); rng.shuffle(order)
+    pid = "p%03d" % rng.randrange(1000)
+    ask = rng.randrange(4)
+    tools = [{"type": "function", "function": {"name": names[j], "description": FUNCS[j][0],
+              "parameters": {"type": "object", "properties": {"product_id": {"type": "string"}}, "required": ["product_id"]}}}
+             for j in order]
+    args = json.dumps({"product_id": pid}, separators=(",", ":"))
+    print(json.dumps({"id": f"name-{split}-{i:06d}",
+        "task": {"intent": "product_qa", "expected": {"tool_calls": [{"tool": names[ask], "args": {"product_id": pid}}]}},
+        "tools": tools,
+        "messages": [{"role": "system", "content": f"# 当前讲解商品 Current product\n商品ID product_id={pid}"},
+                     {"role": "user", "content": FUNCS[ask][1]},
+                     {"role": "assistant", "tool_calls": [{"id": "call_1_0", "type": "function",
+                      "function": {"name": names[ask], "arguments": args}}]}]}, ensure_ascii=False))
