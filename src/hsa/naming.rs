@@ -83,7 +83,7 @@ const COIN_VOWELS: &[char] = &['a', 'e', 'i', 'o', 'u'];
 
 /// A coined word of two or three consonant-vowel syllables (`tavomi`), never a word or abbreviation of
 /// any bank (so never an eval-pool verb or marker: `locate` has that shape).
-pub fn coined_word(rng: &mut Rng) -> String {
+fn coined_word(rng: &mut Rng) -> String {
     loop {
         let syllables = 2 + rng.below(2);
         let word: String = (0..syllables)
@@ -107,10 +107,14 @@ fn is_bank_word(word: &str) -> bool {
         || ABBREVIATIONS.iter().any(|(_, a)| *a == word)
 }
 
-/// Whether a name drawn from `pool` coins its verb or marker: only the train pool coins, with
-/// probability `coined` (no draw at 0, so a config without coinage draws the names it always drew).
-fn coins(pool: Pool, coined: f64, rng: &mut Rng) -> bool {
-    pool == Pool::Train && coined > 0.0 && rng.chance(coined)
+/// A name's verb or marker: a word of `bank`, or in the train pool with probability `coined` a coined
+/// word (no draw at 0, so a config without coinage draws the names it always drew).
+fn bank_or_coined(bank: &[&str], pool: Pool, coined: f64, rng: &mut Rng) -> String {
+    if pool == Pool::Train && coined > 0.0 && rng.chance(coined) {
+        coined_word(rng)
+    } else {
+        rng.pick(bank).to_string()
+    }
 }
 
 /// A candidate name for tool `canonical`, drawn from `pool`, its verb coined with probability `coined`
@@ -122,11 +126,7 @@ pub fn tool_name(canonical: &str, pool: Pool, coined: f64, rng: &mut Rng) -> Str
         .iter()
         .find(|c| c.canonical.contains(&first))
         .unwrap_or(&VERB_CLASSES[0]);
-    let verb = if coins(pool, coined, rng) {
-        coined_word(rng)
-    } else {
-        rng.pick(class.verbs.of(pool)).to_string()
-    };
+    let verb = bank_or_coined(class.verbs.of(pool), pool, coined, rng);
     let nouns: Vec<String> = match TOOL_NOUNS.iter().find(|(c, _)| *c == canonical) {
         Some((_, alts)) => rng.pick(alts).iter().map(|w| w.to_string()).collect(),
         None if canon_words.len() > 1 => canon_words[1..].to_vec(),
@@ -159,12 +159,7 @@ pub fn skill_name(canonical: &str, pool: Pool, coined: f64, rng: &mut Rng) -> St
         None => words(canonical),
     };
     parts.retain(|w| !w.is_empty());
-    let marker = if coins(pool, coined, rng) {
-        coined_word(rng)
-    } else {
-        rng.pick(SKILL_MARKERS.of(pool)).to_string()
-    };
-    parts.push(marker);
+    parts.push(bank_or_coined(SKILL_MARKERS.of(pool), pool, coined, rng));
     let name = parts.join("-");
     debug_assert!(is_valid_skill_name(&name), "{name}");
     name
