@@ -9,6 +9,8 @@
 #   make serve   OpenAI-compatible server + agent mode (MODEL=ckpt dir, else tiny RANDOM weights: demo only)
 #   make replay  replay-bench against a running server (make serve in another shell)
 #   make loadtest  1,000 requests at concurrency 32 + interleaved bad requests against serve (tiny, CPU)
+#   make gpu-prepare  build the CUDA binaries and data of the device run (issue 29, docs/gpu/); then
+#                `bash scripts/gpu_check.sh` on a GPU machine with gpu-run/ beside it
 #   make fuzz    every libFuzzer target for FUZZ_SECONDS (default 120) each: executions, coverage, findings
 #                (docs/fuzzing.md; `make test` replays the committed corpus on stable)
 #
@@ -33,7 +35,7 @@ FAULTS ?= timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 BIN := target/release
 HAT := $(BIN)/hat
 
-.PHONY: reproduce demo run build test examples bench bench-model bench-llamacpp clean-out distill distill-data distill-base distill-eval curriculum curriculum-data compare rl opd serve replay replay-set loadtest openai-client-test adapters-test services-loadtest fuzz
+.PHONY: reproduce demo run build test examples bench bench-model bench-llamacpp clean-out gpu-prepare distill distill-data distill-base distill-eval curriculum curriculum-data compare rl opd serve replay replay-set loadtest openai-client-test adapters-test services-loadtest fuzz
 
 # BIN=target/debug runs the pipeline on debug binaries, built without --release (quick checks at small sizes).
 build:
@@ -532,6 +534,35 @@ examples:
 
 bench:
 	$(CARGO) bench --benches
+
+# The device run of docs/gpu/ (scripts/gpu_check.sh): the CUDA build of the parity tests, the GPU bench and
+# teacher-distill, packed into gpu-run/bins.tar.xz (the device tool carries 64 MiB), plus SFT records of
+# the sample harness, their tokenizer, and the CPU's losses for the same SFT steps of `small`.
+GPU_RUN = gpu-run
+GPU_TARGET ?= target
+GPU_CARGO = CARGO_TARGET_DIR=$(GPU_TARGET) $(CARGO)
+GPU_SFT_ARGS = --model-init small --records $(GPU_RUN)/sft/teacher.jsonl --tokenizer $(GPU_RUN)/sft/tokenizer \
+	--max-steps 8 --batch-tokens 4096 --learning-rate 1e-3 --warmup-steps 2 --seed $(SEED) --eval-steps 0 \
+	--save-steps 8 --overwrite-output-dir
+gpu-prepare: build
+	rm -rf $(GPU_RUN) && mkdir -p $(GPU_RUN)/sft
+	$(HAT) sim tasks --harness $(HARNESS) --n 200 --split train --seed $(SEED) -o $(GPU_RUN)/sft/tasks.jsonl
+	$(TD) collect --harness $(HARNESS) --tasks $(GPU_RUN)/sft/tasks.jsonl --variants 0 --seed $(SEED) \
+		-o $(GPU_RUN)/sft/teacher.jsonl
+	$(HAT) tokenizer train --records $(GPU_RUN)/sft/teacher.jsonl --harness $(HARNESS) --vocab-size 4096 \
+		--out $(GPU_RUN)/sft/tokenizer
+	echo '$(GPU_SFT_ARGS)' > $(GPU_RUN)/sft.args
+	$(TD) train $(GPU_SFT_ARGS) --out $(GPU_RUN)/sft-cpu && rm -rf $(GPU_RUN)/sft-cpu/checkpoint-*
+	$(GPU_CARGO) build --release --features cuda --bin teacher-distill
+	$(GPU_CARGO) test --release --features cuda --test model --no-run 2>&1 | tee $(GPU_RUN)/build.log
+	$(GPU_CARGO) bench --features cuda --bench gpu --no-run 2>&1 | tee -a $(GPU_RUN)/build.log
+	cp $(GPU_TARGET)/release/teacher-distill $(GPU_RUN)/teacher-distill
+	cp $$(grep -o '[^ (]*/deps/model-[0-9a-f]*' $(GPU_RUN)/build.log | tail -1) $(GPU_RUN)/model-test
+	cp $$(grep -o '[^ (]*/deps/gpu-[0-9a-f]*' $(GPU_RUN)/build.log | tail -1) $(GPU_RUN)/gpu-bench
+	strip $(GPU_RUN)/teacher-distill $(GPU_RUN)/model-test $(GPU_RUN)/gpu-bench
+	cd $(GPU_RUN) && tar -cJf bins.tar.xz teacher-distill model-test gpu-bench && rm teacher-distill model-test gpu-bench
+	echo $(CURDIR) > $(GPU_RUN)/manifest_dir
+	du -sh $(GPU_RUN)
 
 # Model and training throughput against transformers/PyTorch on the same weights (needs python3 with
 # torch and transformers): our bench writes the checkpoints, the scripts measure the reference, our bench

@@ -20,6 +20,7 @@ pub mod cli;
 pub mod config;
 pub mod cpu;
 pub mod generation;
+pub mod host;
 pub mod io;
 pub mod layers;
 pub mod presets;
@@ -32,7 +33,6 @@ use burn::constant;
 use burn::nn::Embedding;
 use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
-use burn::tensor::TensorData;
 use cpu::backend::matmul_weight;
 use layers::linear::Linear;
 use std::path::Path;
@@ -373,10 +373,7 @@ pub fn ids_tensor<B: Backend>(rows: &[Vec<u32>], device: &B::Device) -> Result<T
         bail!("token id rows must be non-empty and of equal length");
     }
     let data: Vec<i64> = rows.iter().flatten().map(|&x| x as i64).collect();
-    Ok(Tensor::from_data(
-        TensorData::new(data, [rows.len(), t]),
-        device,
-    ))
+    Ok(host::ints(data, [rows.len(), t], device))
 }
 
 /// Mean next-token cross-entropy (transformers' `ForCausalLMLoss` without ignored labels):

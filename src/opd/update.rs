@@ -13,6 +13,7 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 
 use super::gjsd::{generalized_jsd_sum, top_k_generalized_jsd_sum, GjsdConfig};
+use crate::model::host::{floats, ints};
 use crate::model::CausalLm;
 use crate::train::batch::{bucket_shared, to_tensors, BatchTensors};
 use crate::train::optim::AdamW;
@@ -133,10 +134,7 @@ fn top_k_tensors<B: AutodiffBackend>(
         .flat_map(|p| p.iter().map(|&(_, lp)| lp as f32))
         .collect();
     let n = positions.len();
-    Ok((
-        Tensor::from_data(TensorData::new(ids, [n, k]), device),
-        Tensor::from_data(TensorData::new(lps, [n, k]), device),
-    ))
+    Ok((ints(ids, [n, k], device), floats(lps, [n, k], device)))
 }
 
 /// The positions and views of those of `views` that teacher `k` scores; borrowed as they are when it

@@ -14,10 +14,10 @@
 
 use anyhow::Result;
 use burn::prelude::*;
-use burn::tensor::TensorData;
 use serde::{Deserialize, Serialize};
 
 use super::view::TrainingView;
+use crate::model::host::{floats, ints};
 use crate::model::layers::gated_deltanet::CHUNK;
 use crate::rng::Rng;
 
@@ -211,18 +211,18 @@ pub fn to_tensors<B: Backend>(
     let trained = mask.iter().sum();
     let prefix = (p > 0).then(|| {
         let shared = views[0].tokens[..p].iter().map(|&x| x as i64).collect();
-        Tensor::from_data(TensorData::new(shared, [1, p]), device)
+        ints(shared, [1, p], device)
     });
-    let ids: Tensor<B, 2, Int> = Tensor::from_data(TensorData::new(ids, [b, t]), device);
+    let ids: Tensor<B, 2, Int> = ints(ids, [b, t], device);
     let k = positions.len();
     Ok(BatchTensors {
         prefix,
-        trained_positions: Tensor::from_data(TensorData::new(positions, [k]), device),
-        trained_targets: Tensor::from_data(TensorData::new(targets, [k]), device),
-        trained_weights: Tensor::from_data(TensorData::new(weights, [k]), device),
+        trained_positions: ints(positions, [k], device),
+        trained_targets: ints(targets, [k], device),
+        trained_weights: floats(weights, [k], device),
         targets: ids.clone().narrow(1, 1, t - 1),
         ids,
-        mask: Tensor::from_data(TensorData::new(mask, [b, t - 1]), device),
+        mask: floats(mask, [b, t - 1], device),
         trained,
         tokens: views.iter().map(|v| v.len()).sum(),
         computed: p + b * t,

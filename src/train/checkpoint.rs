@@ -17,13 +17,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use burn::prelude::*;
-use burn::tensor::TensorData;
 use safetensors::tensor::{Dtype, TensorView};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::batch::Cursor;
 use super::optim::{AdamW, NonFiniteGradient};
+use crate::model::host::floats;
 use crate::model::io::checkpoint::{save as save_model, SaveOptions};
 use crate::model::CausalLm;
 
@@ -397,7 +397,7 @@ fn load_optimizer<B: Backend>(path: &Path, opt: &mut AdamW<B>, device: &B::Devic
             list.resize(index + 1, None);
         }
         let n = values.len();
-        list[index] = Some(Tensor::from_data(TensorData::new(values, [n]), device));
+        list[index] = Some(floats(values, [n], device));
     }
     Ok(())
 }

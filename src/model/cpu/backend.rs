@@ -17,7 +17,7 @@ use super::reduced::ReducedMatrix;
 use super::spin_team;
 use crate::model::train_ops::autodiff::is_cpu_autodiff;
 use burn::prelude::*;
-use burn::tensor::{activation, TensorData, TensorPrimitive};
+use burn::tensor::{activation, TensorPrimitive};
 use burn_ndarray::{NdArray, NdArrayTensor};
 use ndarray::{ArcArray, Array2, ArrayView2, Axis, CowArray, IxDyn};
 use std::any::{Any, TypeId};
@@ -35,7 +35,7 @@ pub fn owned<B: Backend, const D: usize>(
     device: &B::Device,
 ) -> Tensor<B, D> {
     if !is_cpu::<B>() {
-        return Tensor::from_data(TensorData::new(values, shape), device);
+        return crate::model::host::floats(values, shape, device);
     }
     tensor(values, shape)
 }
@@ -461,7 +461,7 @@ pub(in crate::model) fn downcast<T: 'static>(value: impl Any) -> T {
 mod tests {
     use super::*;
     use burn::backend::Autodiff;
-    use burn::tensor::Distribution;
+    use burn::tensor::{Distribution, TensorData};
 
     fn max_abs_diff(a: Tensor<NdArray<f32>, 3>, b: Tensor<NdArray<f32>, 3>) -> f32 {
         (a - b).abs().max().into_scalar()

@@ -7,10 +7,10 @@ use super::prefix_cache::{self, PrefixCache};
 use super::sampling::{Sampler, SamplingParams};
 use super::speculative::{generate_speculative_until, SpecStats};
 use crate::chat::{ChatTemplate, RenderInput};
+use crate::model::host::ints;
 use crate::model::{ids_tensor, Cache, CausalLm, WeightDtype};
 use anyhow::{anyhow, bail, Context, Result};
 use burn::prelude::*;
-use burn::tensor::TensorData;
 use serde_json::Value as Json;
 use std::path::Path;
 use std::sync::Mutex;
@@ -167,7 +167,7 @@ impl<B: Backend> CausalLm<B> {
             .enumerate()
             .map(|(r, &len)| (r * t + len - 1) as i64)
             .collect();
-        let last = Tensor::from_data(TensorData::new(last, [n]), &hidden.device());
+        let last = ints(last, [n], &hidden.device());
         let logits = self.lm_logits(
             hidden
                 .reshape([n * t, h])

@@ -7,12 +7,12 @@ use super::norm::RmsNorm;
 use super::rope::RopeTables;
 use crate::model::cpu::backend::{is_cpu, sigmoid, softmax_last};
 use crate::model::generation::cache::KvCache;
+use crate::model::host::floats;
 use crate::model::io::weights::{linear, visit_linear, HfVisitor, WeightSource};
 use crate::model::train_ops::autodiff::is_cpu_autodiff;
 use crate::model::{cpu, train_ops};
 use anyhow::Result;
 use burn::prelude::*;
-use burn::tensor::TensorData;
 
 /// Queries per attention block on long inputs.
 const QUERY_BLOCK: usize = 256;
@@ -294,7 +294,7 @@ impl<B: Backend> Attention<B> {
                 }
             }
         }
-        Tensor::from_data(TensorData::new(m, [starts.len(), 1, len, tk]), device)
+        floats(m, [starts.len(), 1, len, tk], device)
     }
 
     pub fn visit<V: HfVisitor<B>>(&self, prefix: &str, v: &mut V) {

@@ -8,6 +8,7 @@ use super::linear::Linear;
 use super::norm::GatedRmsNorm;
 use crate::model::cpu::backend::{cat, compact, is_cpu, sigmoid, silu};
 use crate::model::generation::cache::DeltaNetState;
+use crate::model::host::floats;
 use crate::model::io::weights::{
     exact_linear, linear, param, visit_linear, HfLayout, HfVisitor, Init, WeightSource,
 };
@@ -17,7 +18,6 @@ use anyhow::Result;
 use burn::module::Param;
 use burn::prelude::*;
 use burn::tensor::activation::relu;
-use burn::tensor::TensorData;
 
 /// Chunk length of the chunked rule (HF pads the sequence to a multiple of it).
 pub const CHUNK: usize = 64;
@@ -276,7 +276,7 @@ fn real_positions<B: Backend>(lens: &[usize], t: usize, device: &B::Device) -> T
         .iter()
         .flat_map(|&len| (0..t).map(move |i| if i < len { 1.0 } else { 0.0 }))
         .collect();
-    Tensor::from_data(TensorData::new(data, [lens.len(), t, 1]), device)
+    floats(data, [lens.len(), t, 1], device)
 }
 
 /// The delta rule one token at a time. `q, k: [B, Hv, T, dk]`, `v: [B, Hv, T, dv]`,
@@ -406,5 +406,5 @@ fn constant_mask<B: Backend>(
     f: impl Fn(usize, usize) -> f32,
 ) -> Tensor<B, 5> {
     let data: Vec<f32> = (0..c * c).map(|x| f(x / c, x % c)).collect();
-    Tensor::from_data(TensorData::new(data, [1, 1, 1, c, c]), device)
+    floats(data, [1, 1, 1, c, c], device)
 }

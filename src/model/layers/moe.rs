@@ -5,12 +5,13 @@
 use super::linear::Linear;
 use super::weight::Weight;
 use crate::model::cpu::backend::{sigmoid, silu, softmax_last};
+use crate::model::host::{floats, ints};
 use crate::model::io::weights::{
     exact_linear, linear, visit_linear, HfLayout, HfVisitor, Init, WeightSource,
 };
 use anyhow::Result;
 use burn::prelude::*;
-use burn::tensor::{IndexingUpdateOp, TensorData};
+use burn::tensor::IndexingUpdateOp;
 
 #[derive(Module, Debug)]
 pub struct SwiGlu<B: Backend> {
@@ -193,35 +194,40 @@ impl<B: Backend> SparseMoe<B> {
             .collect();
         let mut w = probs
             .reshape([n * e])
-            .select(
-                0,
-                Tensor::from_data(TensorData::new(flat, [n * k]), &device),
-            )
+            .select(0, ints(flat, [n * k], &device))
             .reshape([n, k]);
         if self.norm_topk_prob {
             w = w.clone() / w.sum_dim(1);
         }
         let w = w.reshape([n * k]);
 
-        let mut rows: Vec<Vec<i64>> = vec![Vec::new(); e];
-        let mut slots: Vec<Vec<i64>> = vec![Vec::new(); e];
-        for (j, &ex) in selected.iter().enumerate() {
-            rows[ex].push((j / k) as i64);
-            slots[ex].push(j as i64);
+        // The (token, choice) slots sorted by expert, sent to the device once: one gather of the
+        // rows, each expert's products on its contiguous run of them, one scatter-add back. No
+        // upload or scatter per expert, which on a GPU cost more than the experts' products.
+        let mut order: Vec<usize> = (0..n * k).collect();
+        order.sort_by_key(|&j| selected[j]);
+        let index = |f: fn(usize, usize) -> usize| {
+            let v: Vec<i64> = order.iter().map(|&j| f(j, k) as i64).collect();
+            ints::<B, 1>(v, [n * k], &device)
+        };
+        let rows = index(|j, k| j / k);
+        let slots = index(|j, _| j);
+        let xs = x.clone().select(0, rows.clone());
+        let mut counts = vec![0; e];
+        for &ex in &selected {
+            counts[ex] += 1;
         }
-        let mut out = Tensor::<B, 2>::zeros([n, h], &device);
-        for (ex, expert) in self.experts.iter().enumerate() {
-            if rows[ex].is_empty() {
-                continue;
+        let mut start = 0;
+        let mut outputs = Vec::new();
+        for (expert, &m) in self.experts.iter().zip(&counts) {
+            if m > 0 {
+                outputs.push(expert.forward(xs.clone().narrow(0, start, m)));
             }
-            let m = rows[ex].len();
-            let r = Tensor::<B, 1, Int>::from_data(TensorData::new(rows[ex].clone(), [m]), &device);
-            let s =
-                Tensor::<B, 1, Int>::from_data(TensorData::new(slots[ex].clone(), [m]), &device);
-            let y = expert.forward(x.clone().select(0, r.clone()))
-                * w.clone().select(0, s).unsqueeze_dim(1);
-            out = out.select_assign(0, r, y, IndexingUpdateOp::Add);
+            start += m;
         }
+        let y = Tensor::cat(outputs, 0) * w.select(0, slots).unsqueeze_dim(1);
+        let mut out =
+            Tensor::<B, 2>::zeros([n, h], &device).select_assign(0, rows, y, IndexingUpdateOp::Add);
         if let (Some(se), Some(sg)) = (&self.shared_expert, &self.shared_expert_gate) {
             out = out + sigmoid(sg.forward(x.clone())) * se.forward(x);
         }
@@ -314,7 +320,7 @@ pub fn load_balancing_loss<B: Backend>(
     }
     let r = rows as f32;
     let f: Vec<f32> = counts.iter().map(|c| c / r).collect();
-    let f = Tensor::<B, 1>::from_data(TensorData::new(f, [num_experts]), &device);
+    let f = floats::<B, 1>(f, [num_experts], &device);
     Some(
         (f * prob_sum.div_scalar(r))
             .sum()

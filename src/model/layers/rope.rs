@@ -2,8 +2,8 @@
 //! `rotary_dim` dims of each head rotate, the rest pass through (Qwen3.5). For text-only input
 //! Qwen3.5's interleaved mRoPE has equal positions on all three axes, which is exactly 1-D RoPE.
 
+use crate::model::host::floats;
 use burn::prelude::*;
-use burn::tensor::TensorData;
 
 /// cos/sin tables for a run of positions, shaped `[1 or B, T, 1, rotary_dim]` to broadcast over
 /// `[B, T, heads, head_dim]`.
@@ -59,8 +59,8 @@ impl<B: Backend> RopeTables<B> {
         }
         let shape = [starts.len(), len, 1, rotary_dim];
         Self {
-            cos: Tensor::from_data(TensorData::new(cos, shape), device),
-            sin: Tensor::from_data(TensorData::new(sin, shape), device),
+            cos: floats(cos, shape, device),
+            sin: floats(sin, shape, device),
             rotary_dim,
             starts: starts.to_vec(),
             gaps: None,
