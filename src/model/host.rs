@@ -30,3 +30,24 @@ pub fn ints<B: Backend, const D: usize>(
         device,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::NdArray;
+    use burn::tensor::DType;
+
+    /// A backend whose element types are not f32 and i64, as the CUDA backend's bf16 and i32 are
+    /// not: the values arrive in its own types, unchanged.
+    #[test]
+    fn host_values_take_the_backends_element_types() {
+        type Wide = NdArray<f64, i32>;
+        let dev = Default::default();
+        let f = floats::<Wide, 2>(vec![1.5, -2.0], [1, 2], &dev);
+        assert_eq!(f.dtype(), DType::F64);
+        assert_eq!(f.into_data().to_vec::<f64>().unwrap(), vec![1.5, -2.0]);
+        let i = ints::<Wide, 1>(vec![3, -7], [2], &dev);
+        assert_eq!(i.dtype(), DType::I32);
+        assert_eq!(i.into_data().to_vec::<i32>().unwrap(), vec![3, -7]);
+    }
+}

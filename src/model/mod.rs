@@ -12,6 +12,7 @@
 //! cpu/                            native inference kernels for the CPU backend and their thread team
 //! train_ops/                      CPU autodiff operations with hand-written backward passes (training)
 //! generation/                     cache, batched prefill/decode, sampling, speculative decoding
+//! host.rs                         host values as tensors of the backend's element types (CUDA, bf16)
 //! io/                             weight sources, Hugging Face checkpoint directories, inspection
 //! cli.rs                          `hat model …`
 //! ```

@@ -4,7 +4,7 @@
 
 use super::linear::Linear;
 use super::weight::Weight;
-use crate::model::cpu::backend::{sigmoid, silu, softmax_last};
+use crate::model::cpu::backend::{cat, sigmoid, silu, softmax_last};
 use crate::model::host::{floats, ints};
 use crate::model::io::weights::{
     exact_linear, linear, visit_linear, HfLayout, HfVisitor, Init, WeightSource,
@@ -225,7 +225,7 @@ impl<B: Backend> SparseMoe<B> {
             }
             start += m;
         }
-        let y = Tensor::cat(outputs, 0) * w.select(0, slots).unsqueeze_dim(1);
+        let y = cat(outputs, 0) * w.select(0, slots).unsqueeze_dim(1);
         let mut out =
             Tensor::<B, 2>::zeros([n, h], &device).select_assign(0, rows, y, IndexingUpdateOp::Add);
         if let (Some(se), Some(sg)) = (&self.shared_expert, &self.shared_expert_gate) {
