@@ -27,9 +27,9 @@ type B = burn::backend::NdArray<f32>;
 type B = burn::backend::Cuda<f32>;
 type AD = Autodiff<B>;
 
-/// How close a backend must come to transformers: the largest logit difference (divided by the
-/// reference's largest logit where that exceeds 1), the difference of a scalar loss, and the
-/// largest gradient difference relative to the reference gradient's largest entry.
+/// How close a backend must come to transformers: the largest absolute logit difference, the
+/// difference of a scalar loss, and the largest gradient difference relative to the reference
+/// gradient's largest entry.
 struct Tolerance {
     logits: f64,
     loss: f64,
@@ -110,12 +110,6 @@ fn load<Bk: Backend>(name: &str) -> (CausalLm<Bk>, HashMap<String, Ref>) {
     (CausalLm::<Bk>::load(&dir, &dev).unwrap(), references(&dir))
 }
 
-/// Largest difference over the larger of 1 and the reference's largest magnitude.
-fn scaled_diff(got: &[f32], expected: &[f64]) -> f64 {
-    let scale = expected.iter().map(|x| x.abs()).fold(1.0, f64::max);
-    max_abs_diff(got, expected) / scale
-}
-
 fn check_logits<Bk: Backend>(
     model: &CausalLm<Bk>,
     refs: &HashMap<String, Ref>,
@@ -127,7 +121,7 @@ fn check_logits<Bk: Backend>(
     let out = model.forward(ids);
     let expected = &refs[logits_key];
     assert_eq!(out.logits.dims().to_vec(), expected.shape);
-    let d = scaled_diff(&values(out.logits), &expected.values);
+    let d = max_abs_diff(&values(out.logits), &expected.values);
     eprintln!(
         "parity {} {logits_key}: {d:.3e}",
         std::any::type_name::<Bk>()
@@ -198,7 +192,7 @@ fn check_cached_decoding<Bk: Backend>(name: &str, tol: &Tolerance) {
         )
         .logits;
     let as_f64 = |t: Tensor<Bk, 3>| values(t).iter().map(|&x| x as f64).collect::<Vec<_>>();
-    let d = scaled_diff(&values(second), &as_f64(full.clone().narrow(1, 70, 30)));
+    let d = max_abs_diff(&values(second), &as_f64(full.clone().narrow(1, 70, 30)));
     eprintln!(
         "parity {} {name} second prefill: {d:.3e}",
         std::any::type_name::<Bk>()
@@ -209,7 +203,7 @@ fn check_cached_decoding<Bk: Backend>(name: &str, tol: &Tolerance) {
         let step = m
             .forward_cached(ids_tensor::<Bk>(&[vec![ids[p]]], &dev).unwrap(), &mut cache)
             .logits;
-        let d = scaled_diff(
+        let d = max_abs_diff(
             &values(step.reshape([v])),
             &as_f64(full.clone().narrow(1, p, 1)),
         );
@@ -291,7 +285,7 @@ fn check_gradients<A: AutodiffBackend>(tol: &Tolerance) {
     let aux = m.aux_loss(&out.router_logits).unwrap();
     let mtp_logits = m.mtp_logits(out.hidden.clone(), ids.clone()).unwrap();
     let v = mtp_logits.dims()[2];
-    let d = scaled_diff(&values(mtp_logits.clone()), &r["mtp_logits_long"].values);
+    let d = max_abs_diff(&values(mtp_logits.clone()), &r["mtp_logits_long"].values);
     assert!(d < tol.logits, "MTP logits differ by {d}");
     let mtp_ce = shifted_cross_entropy(
         mtp_logits.narrow(1, 0, t - 2),
@@ -579,17 +573,19 @@ fn inspection_summarises_and_computes_logits() {
 }
 
 /// The same fixtures on the GPU in bf16 (weights, activations and sums): 8 bits of mantissa
-/// instead of 24, so the tolerances are those a bf16 forward pass of these fixtures meets, and
-/// greedy generation is held to agreeing for the first half of its tokens (a near-tie between
-/// two logits may flip once rounding moves them).
+/// instead of 24. The tolerances are set from that (~3% of the largest value) and have not yet met
+/// a GPU (docs/gpu/README.md): the first run's printed differences are what to set them from.
+/// Greedy generation is held to agreeing for the first half of its tokens (a near-tie between two
+/// logits may flip once rounding moves them).
 #[cfg(feature = "cuda")]
 mod bf16 {
     use super::*;
 
     type Bf = burn::backend::Cuda<burn::tensor::bf16>;
 
+    /// The fixtures' logits reach ~2.3 in magnitude: 7e-2 is 3% of that.
     const BF16: Tolerance = Tolerance {
-        logits: 3e-2,
+        logits: 7e-2,
         loss: 2e-2,
         grad_rel: 5e-2,
     };
