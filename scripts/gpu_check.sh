@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 # nvidia-cuda-nvrtc wheel beside PyTorch.
 for d in /usr/local/nvidia/lib64 /usr/local/cuda/lib64 \
     $(python3 -c 'import nvidia, os; print(" ".join(p + "/cuda_nvrtc/lib" for p in nvidia.__path__))' 2>/dev/null) \
-    $(dirname "$(find / -xdev -name 'libnvrtc.so*' 2>/dev/null | head -1)" 2>/dev/null); do
+    $(for lib in libnvrtc.so libcuda.so; do find /usr /opt -name "$lib*" 2>/dev/null | head -1 | xargs -r dirname; done); do
     LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}
 done
 export LD_LIBRARY_PATH CUBECL_AUTOTUNE_LEVEL=minimal RUST_BACKTRACE=1
