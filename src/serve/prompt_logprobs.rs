@@ -15,6 +15,7 @@ use burn::tensor::activation::log_softmax;
 use serde_json::{json, Map, Value};
 use tokenizers::Tokenizer;
 
+use crate::model::host::ints;
 use crate::model::{ids_tensor, CausalLm};
 
 /// The most alternatives a request may ask for per position (vLLM's default `max_logprobs`).
@@ -77,8 +78,7 @@ where
         let v = logits.dims()[2];
         let lp = log_softmax(logits, 2).reshape([n, v]);
         let targets: Vec<i64> = prompt[1..].iter().map(|&t| i64::from(t)).collect();
-        let targets = Tensor::<B, 1, Int>::from_data(TensorData::new(targets, [n]), &self.device)
-            .reshape([n, 1]);
+        let targets = ints::<B, 2>(targets, [n, 1], &self.device);
         let picked = lp.clone().gather(1, targets);
         let rank = lp
             .clone()

@@ -206,12 +206,13 @@ impl<B: Backend> SparseMoe<B> {
         // upload or scatter per expert, which on a GPU cost more than the experts' products.
         let mut order: Vec<usize> = (0..n * k).collect();
         order.sort_by_key(|&j| selected[j]);
-        let index = |f: fn(usize, usize) -> usize| {
-            let v: Vec<i64> = order.iter().map(|&j| f(j, k) as i64).collect();
-            ints::<B, 1>(v, [n * k], &device)
-        };
-        let rows = index(|j, k| j / k);
-        let slots = index(|j, _| j);
+        let slots: Vec<i64> = order.iter().map(|&j| j as i64).collect();
+        let rows = ints::<B, 1>(
+            slots.iter().map(|&j| j / k as i64).collect(),
+            [n * k],
+            &device,
+        );
+        let slots = ints::<B, 1>(slots, [n * k], &device);
         let xs = x.clone().select(0, rows.clone());
         let mut counts = vec![0; e];
         for &ex in &selected {
