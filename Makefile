@@ -296,81 +296,6 @@ rl: build
 		--n $(RL_EVAL_TASKS) --faults $(FAULTS) --seed $(SEED) $(CATALOG) --episodes $(RL)/eval.jsonl \
 		--summary $(RL)/eval.json | tee $(RL)/eval.md
 
-# Stage 2 on the embedded default: a general ability to keep, domain SFT that erodes it, OPD that restores it
-# (docs/opd.md has the figures of this recipe).
-#  general  seeded general prompts with verifiable IFEval instructions (train with teacher answers, held-out eval)
-#  base     the general stage: general SFT + the dialogue language modelling of distill-base, from scratch
-#           (IFEval-lite plateaus by ~1,000–2,000 steps)
-#  sft      fixed-harness SFT from that base (original-harness episodes only)
-#  opd      OPD from the SFT model with the base as teacher, IFEval-lite every OPD_EVAL_STEPS steps
-#  eval     IFEval-lite of base, SFT and OPD with per-prompt answers, the paired drop (base → SFT) and
-#           recovery (SFT → OPD, base → OPD) at all four levels (ifeval-lite.md), the share of the drop
-#           won back with its bootstrap interval (recovery.md), and Live-Stream QA-lite of SFT and OPD in
-#           the simulator with paired tests (eval.md)
-OPD := $(OUT)/opd
-GENERAL_TRAIN ?= 8000
-GENERAL_EVAL ?= 200
-GENERAL_STEPS ?= 2000
-OPD_SFT_STEPS ?= 300
-OPD_STEPS ?= 100
-OPD_EVAL_STEPS ?= 50
-OPD_LR ?= 1e-3
-# gjsd (TRL GKD's generalized JSD, β 0.5) or reverse_kl (tinker's sampled-token loss). Three OPD seeds of
-# each are in docs/opd.md: reverse_kl with the base alone recovered 0.84 / 0.66 of the instruction-level
-# drop but on one seed turned 157 of 200 shop replies into one general sentence.
-OPD_LOSS ?= gjsd
-# Share of OPD prompts drawn from the original harness's episodes (every assistant turn) instead of the
-# general prompts, and who scores them: sft (the SFT model itself: holds the shop where SFT left it) or
-# base (the general teacher scores everything)
-OPD_DOMAIN_SHARE ?= 0.25
-OPD_DOMAIN_TEACHER ?= sft
-# Seed of OPD's draws (prompts, samples); the base and SFT stages use SEED.
-OPD_SEED ?= $(SEED)
-# Each stage leaves $(OPD)/STAGE.done: `rm $(OPD)/model.done && make opd OPD_LOSS=…` re-runs OPD and
-# the evaluation on the same base and SFT models (data, base and SFT take ~45 of the ~70 minutes).
-opd: build $(OPD)/eval.done
-
-$(OPD)/data.done:
-	@mkdir -p $(OPD)
-	$(MAKE) distill-data
-	$(HAT) general prompts --split train --n $(GENERAL_TRAIN) --seed $(SEED) -o $(OPD)/general-train.jsonl
-	$(HAT) general prompts --split eval --n $(GENERAL_EVAL) --seed $(SEED) -o $(OPD)/general-eval.jsonl
-	cat $(OPD)/general-train.jsonl $(DISTILL)/base.jsonl > $(OPD)/base-records.jsonl
-	touch $@
-
-$(OPD)/base.done: $(OPD)/data.done
-	$(BASE_TRAIN) --records $(OPD)/base-records.jsonl --tokenizer $(DISTILL)/tokenizer \
-		--max-steps $(GENERAL_STEPS) --save-steps $(GENERAL_STEPS) --out $(OPD)/base
-	touch $@
-
-$(OPD)/sft.done: $(OPD)/base.done
-	$(TD) train --records $(DISTILL)/teacher.original.jsonl --model-init $(call newest,$(OPD)/base) \
-		--tokenizer $(DISTILL)/tokenizer --max-steps $(OPD_SFT_STEPS) --learning-rate $(DISTILL_LR) --eval-steps 0 \
-		--batch-tokens $(DISTILL_BATCH_TOKENS) --save-steps $(OPD_SFT_STEPS) --seed $(SEED) --out $(OPD)/sft --overwrite-output-dir
-	touch $@
-
-$(OPD)/model.done: $(OPD)/sft.done
-	$(BIN)/opd --model $(call newest,$(OPD)/sft) --teacher $(call newest,$(OPD)/base) --prompts $(OPD)/general-train.jsonl \
-		--eval-prompts $(OPD)/general-eval.jsonl --eval-limit $(GENERAL_EVAL) --eval-steps $(OPD_EVAL_STEPS) \
-		--max-steps $(OPD_STEPS) --save-steps $(OPD_EVAL_STEPS) --learning-rate $(OPD_LR) --seed $(OPD_SEED) \
-		--loss $(OPD_LOSS) --domain-prompts $(DISTILL)/teacher.original.jsonl --domain-share $(OPD_DOMAIN_SHARE) \
-		$(if $(filter sft,$(OPD_DOMAIN_TEACHER)),--domain-teacher $(call newest,$(OPD)/sft)) \
-		--out $(OPD)/model --overwrite-output-dir
-	touch $@
-
-$(OPD)/eval.done: $(OPD)/model.done
-	for m in base sft model; do $(HAT) general eval --model $(call newest,$(OPD)/$$m) --input $(OPD)/general-eval.jsonl \
-		--answers $(OPD)/$$m-answers.jsonl > $(OPD)/$$m-ifeval.json 2> /dev/null; done
-	for pair in "base sft" "sft model" "base model"; do set -- $$pair; for level in prompt instruction; do \
-		for mode in strict loose; do echo -n "| $$1 → $$2 "; $(HAT) general compare $(OPD)/$$1-answers.jsonl \
-		$(OPD)/$$2-answers.jsonl --level $$level --mode $$mode 2>&1 > /dev/null | tail -1; done; done; done | tee $(OPD)/ifeval-lite.md
-	$(HAT) general recovery $(OPD)/base-answers.jsonl $(OPD)/sft-answers.jsonl $(OPD)/model-answers.jsonl \
-		2>&1 > $(OPD)/recovery.json | tee $(OPD)/recovery.md
-	$(TD) eval --model sft=$(call newest,$(OPD)/sft) --model opd=$(call newest,$(OPD)/model) --set original=$(HARNESS) \
-		--tasks $(DISTILL)/tasks.primary.jsonl --n $(DISTILL_ROLLOUTS) --seed $(SEED) $(CATALOG) \
-		--episodes $(OPD)/eval.jsonl --summary $(OPD)/eval.json | tee $(OPD)/eval.md
-	touch $@
-
 # --- make reproduce (issue 25): the paper's table at toy scale, every stage a target over files ---
 # data     the distill-data sets under $(REPRO)/data, the copy curriculum's rows (make curriculum-data),
 #          general prompts (train with answers, held-out eval), and the two SFT arms' records
@@ -381,8 +306,8 @@ $(OPD)/eval.done: $(OPD)/model.done
 # fixed    fixed-harness SFT from base (original-harness episodes)          } equal compute: same steps,
 # hsa      HSA-SFT from base (original + train-pool HSA variants)          } batch, seed; both keep the
 #          base's room-state rows and rename product ids per record (only copying lowers their loss)
-# opd      OPD from HSA-SFT, make opd's recipe: base as the general prompts' teacher, HSA-SFT as the
-#          domain prompts' (OPD_DOMAIN_SHARE of them): restores what SFT eroded
+# opd      OPD from HSA-SFT (R_OPD below): base as the general prompts' teacher, HSA-SFT as the domain
+#          prompts' (OPD_DOMAIN_SHARE of them): restores what SFT eroded
 # rl       HSA-RL (grpo-train) from OPD, train-pool variants, faults on
 # eval-X   stage X on Live-Stream QA-lite (primary: held-out tasks, original harness), Harness-Variant QA-lite
 #          (the same tasks under 8 held-out variants), Synthetic LS-QA (held-out wording), IFEval-lite
@@ -397,6 +322,20 @@ R_DATA = $(REPRO)/data
 # room-state rows. At 32k the base scored 3.0 on IFEval-lite and left OPD nothing to recover; at 128k it
 # scored 7.5 and OPD recovered all of SFT's loss (docs/reproduce.md, "General share").
 R_GENERAL_TRAIN ?= 128000
+# OPD (stage 2, docs/opd.md): the recipe of reproduce's `opd` stage and of `make opd`.
+OPD_STEPS ?= 100
+OPD_LR ?= 1e-3
+# gjsd (TRL GKD's generalized JSD, β 0.5) or reverse_kl (tinker's sampled-token loss); docs/opd.md has
+# seeds of both.
+OPD_LOSS ?= gjsd
+# Share of OPD prompts drawn from the original harness's episodes (every assistant turn) instead of the
+# general prompts, and who scores them: sft (the SFT model itself: holds the shop where SFT left it) or
+# base (the general teacher scores everything)
+OPD_DOMAIN_SHARE ?= 0.25
+OPD_DOMAIN_TEACHER ?= sft
+# Seed of OPD's draws (prompts, samples); the other stages use SEED.
+OPD_SEED ?= $(SEED)
+GENERAL_EVAL ?= 200
 R_BASE_STEPS ?= 1000
 R_SFT_STEPS ?= 200
 R_OPD_STEPS ?= $(OPD_STEPS)
@@ -462,13 +401,17 @@ $(REPRO)/hsa.done: $(REPRO)/base.done
 		--max-steps $(R_SFT_STEPS) --save-steps $(R_SFT_STEPS) --out $(REPRO)/hsa
 	$(call r-end,hsa)
 
+# OPD from stage $(1)'s SFT model into $(REPRO)/$(2): the base teaches the general prompts, and the SFT
+# model itself (OPD_DOMAIN_TEACHER=sft) the domain prompts, a share OPD_DOMAIN_SHARE of each step's.
+R_OPD = $(BIN)/opd --model $(call R_CKPT,$(1)) --teacher $(call R_CKPT,base) --prompts $(R_DATA)/general-train.jsonl \
+	--max-steps $(R_OPD_STEPS) --save-steps $(R_OPD_STEPS) --learning-rate $(OPD_LR) --seed $(OPD_SEED) \
+	--loss $(OPD_LOSS) --domain-prompts $(R_DATA)/teacher.original.jsonl --domain-share $(OPD_DOMAIN_SHARE) \
+	$(if $(filter sft,$(OPD_DOMAIN_TEACHER)),--domain-teacher $(call R_CKPT,$(1))) \
+	--out $(REPRO)/$(2) --overwrite-output-dir
+
 $(REPRO)/opd.done: $(REPRO)/hsa.done
 	$(r-start)
-	$(BIN)/opd --model $(call R_CKPT,hsa) --teacher $(call R_CKPT,base) --prompts $(R_DATA)/general-train.jsonl \
-		--max-steps $(R_OPD_STEPS) --save-steps $(R_OPD_STEPS) --learning-rate $(OPD_LR) --seed $(SEED) \
-		--loss $(OPD_LOSS) --domain-prompts $(R_DATA)/teacher.original.jsonl --domain-share $(OPD_DOMAIN_SHARE) \
-		$(if $(filter sft,$(OPD_DOMAIN_TEACHER)),--domain-teacher $(call R_CKPT,hsa)) \
-		--out $(REPRO)/opd --overwrite-output-dir
+	$(call R_OPD,hsa,opd)
 	$(call r-end,opd)
 
 $(REPRO)/rl.done: $(REPRO)/opd.done
@@ -516,6 +459,29 @@ $(REPRO)/replay.done: $(REPRO)/rl.done
 $(REPRO)/report.md: $(foreach s,$(R_STAGES),$(REPRO)/eval-$(s).done) $(REPRO)/oracle.done $(REPRO)/replay.done
 	$(HAT) report --dir $(REPRO) --stage base=Base --stage 'fixed=Fixed-harness SFT' --stage hsa=HSA-SFT \
 		--stage 'opd=+ OPD' --stage 'rl=+ HSA-RL (HAT)' --oracle 'oracle=Teacher (oracle)' -o $@ > /dev/null
+
+# --- make opd (issue 23): domain SFT erodes general ability, OPD restores it ---
+# make reproduce's data, base and fixed-harness SFT (the same files under $(REPRO): after `make
+# reproduce` only the last two stages run), then
+#  opd-fixed       OPD from the fixed-harness SFT model, reproduce's recipe (R_OPD above)
+#  eval-opd-fixed  the stage's QA-lite sets and IFEval-lite, as for every stage
+#  opd.md          base → fixed SFT → + OPD: the scores, the paired tests (IFEval-lite prompt strict, and
+#                  right tool / solved on Live-Stream QA-lite), and the share of SFT's IFEval-lite loss
+#                  won back at all four levels with a 95% bootstrap interval (`hat general recovery`);
+#                  the reverse-KL curve is $(REPRO)/opd-fixed/opd.svg
+opd: build $(REPRO)/opd.md
+	@cat $<
+
+$(REPRO)/opd-fixed.done: $(REPRO)/fixed.done
+	$(r-start)
+	$(call R_OPD,fixed,opd-fixed)
+	$(call r-end,opd-fixed)
+
+$(REPRO)/opd.md: $(REPRO)/eval-base.done $(REPRO)/eval-fixed.done $(REPRO)/eval-opd-fixed.done
+	$(HAT) report --dir $(REPRO) --stage base=Base --stage 'fixed=Fixed-harness SFT' --stage 'opd-fixed=+ OPD' -o $@ > /dev/null
+	echo -e "\n## Share of the IFEval-lite loss recovered (hat general recovery)\n" >> $@
+	$(HAT) general recovery $(REPRO)/ifeval/base.answers.jsonl $(REPRO)/ifeval/fixed.answers.jsonl \
+		$(REPRO)/ifeval/opd-fixed.answers.jsonl 2>> $@ > $(REPRO)/opd-recovery.json
 
 # The same chain with tiny budgets (≤ 10 minutes on 2 cores): to see every stage run, not to read results.
 demo:

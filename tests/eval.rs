@@ -250,6 +250,7 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
         ("hsa", 16, 14),
         ("opd", 16, 14),
         ("rl", 15, 14),
+        ("opd-fixed", 12, 4),
         ("oracle", 20, 20),
     ] {
         write_set(stage, "primary", primary);
@@ -260,7 +261,13 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
         let rate = |k: usize| json!({"value": k as f64 / 100.0, "correct": k, "total": 100, "low": 0.0, "high": 1.0});
         json!({"prompt_strict": rate(strict), "prompt_loose": rate(strict), "instruction_strict": rate(strict), "instruction_loose": rate(strict)}).to_string()
     };
-    for (stage, strict) in [("base", 40), ("hsa", 20), ("opd", 38)] {
+    for (stage, strict) in [
+        ("base", 40),
+        ("fixed", 20),
+        ("hsa", 20),
+        ("opd", 38),
+        ("opd-fixed", 38),
+    ] {
         std::fs::write(
             dir.path().join(format!("ifeval/{stage}.json")),
             ifeval(strict) + "\n",
@@ -338,7 +345,23 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
         md.contains("| Fixed SFT vs Base | IFEval-lite (prompt strict) | 0 / 8, p = 7.81e-3 | – |"),
         "{md}"
     );
+    assert!(md.contains("OPD from HSA-SFT keeps Live-Stream right tool within 2 points: reproduces — 0.800 → 0.800 (+0.0 points)"), "{md}");
     let svg = std::fs::read_to_string(dir.path().join("scores.svg")).unwrap();
-    // 6 rows × 3 QA sets + 3 IFEval bars (the rest absent), plus 6 legend keys.
-    assert_eq!(svg.matches("<rect x=").count(), 6 * 2 + 1 + 3 + 6, "{svg}");
+    // 6 rows × 3 QA sets + 4 IFEval bars (the rest absent), plus 6 legend keys.
+    assert_eq!(svg.matches("<rect x=").count(), 6 * 2 + 1 + 4 + 6, "{svg}");
+
+    // make opd's report: OPD from the fixed-harness SFT model wins back 18 of the 20 points but loses
+    // a fifth of the right tools.
+    let args = ReportArgs {
+        stages: ["base=Base", "fixed=Fixed SFT", "opd-fixed=+ OPD"]
+            .map(String::from)
+            .to_vec(),
+        oracle: None,
+        output: dir.path().join("opd.md"),
+        ..args
+    };
+    let md = write(&args).unwrap();
+    assert!(md.contains("OPD from Fixed SFT recovers ≥ 80% of SFT's IFEval-lite loss: reproduces — SFT lost 20.0 points (base 40.0 → 20.0), OPD recovered 90% (38.0)"), "{md}");
+    assert!(md.contains("OPD from Fixed SFT keeps Live-Stream right tool within 2 points: does NOT reproduce — 0.800 → 0.600 (-20.0 points)"), "{md}");
+    assert!(!md.contains("OPD from HSA-SFT"), "{md}");
 }
