@@ -1,6 +1,7 @@
 # HAT toolkit — the pipeline on the embedded default, the tests, the benchmarks.
 #   make run     set up and run the pipeline as far as it exists today (the main job)
 #   make reproduce  the paper's table at toy scale, every stage (out/reproduce/report.md); make demo: tiny budgets
+#   make opd     base -> fixed-harness SFT -> OPD from it, on make reproduce's stages (out/reproduce/opd.md)
 #   make curriculum  the copy curriculum on tiny-2attn: the model that copies ids and reads tool results
 #   make test    the test suite and the examples (what CI runs)
 #   make examples  build and run every example and pipeline in examples/ (PROFILE=release for release bins)

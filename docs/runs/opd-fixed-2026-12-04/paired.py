@@ -1,0 +1,33 @@
+"""Paired per-episode comparison of OPD seeds against the fixed-harness SFT model on Live-Stream
+QA-lite (the same 200 tasks): mean of each judge score, wins / losses, exact two-sided sign test; and the
+most common final replies (what the models say, not only how they score)."""
+import collections, json, math, sys
+
+R = sys.argv[1] if len(sys.argv) > 1 else "out/exp-g128"
+def load(stage):
+    return {json.loads(l)["id"]: json.loads(l) for l in open(f"{R}/eval/{stage}.primary.jsonl")}
+def sign_p(w, l):
+    n = w + l
+    if n == 0:
+        return 1.0
+    k = min(w, l)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
+def final_reply(t):
+    for m in reversed(t["messages"]):
+        if m["role"] == "assistant" and not m.get("tool_calls"):
+            return (m.get("content") or "").replace("<think>\n\n</think>\n\n", "").strip()
+    return ""
+base = load("fixed")
+for stage in sys.argv[2:] or ["opdfixed-s1", "opdfixed-s2", "opdfixed-s3"]:
+    other = load(stage)
+    print(f"## {stage} vs fixed (n = {len(base)})")
+    for key in ["accuracy", "effectiveness", "skill_selection", "tool_rationality"]:
+        a = [base[k]["scores"].get(key) for k in base]
+        b = [other[k]["scores"].get(key) for k in base]
+        pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+        w = sum(y > x for x, y in pairs); l = sum(y < x for x, y in pairs)
+        print(f"  {key}: {sum(x for x,_ in pairs)/len(pairs):.3f} -> {sum(y for _,y in pairs)/len(pairs):.3f}, {w} / {l}, p = {sign_p(w, l):.3g}")
+    replies = collections.Counter(final_reply(t)[:60] for t in other.values())
+    print(f"  distinct final replies {len(set(final_reply(t) for t in other.values()))}; most common:")
+    for r, n in replies.most_common(4):
+        print(f"    {n} x {r!r}")
