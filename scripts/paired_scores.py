@@ -1,11 +1,18 @@
-"""Paired per-episode comparison of OPD seeds against the fixed-harness SFT model on Live-Stream
-QA-lite (the same 200 tasks): mean of each judge score, wins / losses, exact two-sided sign test; and the
-most common final replies (what the models say, not only how they score)."""
+"""Paired per-episode comparison of stages against a reference stage on the same tasks: the mean of each
+judge score, wins / losses, exact two-sided sign test; and the most common final replies (what the
+models say, not only how they score).
+
+    python3 scripts/paired_scores.py DIR SET REFERENCE STAGE...
+
+reads DIR/eval/STAGE.SET.jsonl (what make reproduce's eval stages and `teacher-distill eval --episodes`
+write), e.g. `python3 scripts/paired_scores.py out/reproduce heldout opd rl`."""
 import collections, json, math, sys
 
-R = sys.argv[1] if len(sys.argv) > 1 else "out/exp-g128"
+if len(sys.argv) < 5:
+    sys.exit(__doc__)
+R, SET, REFERENCE, STAGES = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 def load(stage):
-    return {json.loads(l)["id"]: json.loads(l) for l in open(f"{R}/eval/{stage}.primary.jsonl")}
+    return {json.loads(l)["id"]: json.loads(l) for l in open(f"{R}/eval/{stage}.{SET}.jsonl")}
 def sign_p(w, l):
     n = w + l
     if n == 0:
@@ -17,10 +24,10 @@ def final_reply(t):
         if m["role"] == "assistant" and not m.get("tool_calls"):
             return (m.get("content") or "").replace("<think>\n\n</think>\n\n", "").strip()
     return ""
-base = load("fixed")
-for stage in sys.argv[2:] or ["opdfixed-s1", "opdfixed-s2", "opdfixed-s3"]:
+base = load(REFERENCE)
+for stage in STAGES:
     other = load(stage)
-    print(f"## {stage} vs fixed (n = {len(base)})")
+    print(f"## {stage} vs {REFERENCE} on {SET} (n = {len(base)})")
     for key in ["accuracy", "effectiveness", "skill_selection", "tool_rationality"]:
         a = [base[k]["scores"].get(key) for k in base]
         b = [other[k]["scores"].get(key) for k in base]
