@@ -363,5 +363,10 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
     let md = write(&args).unwrap();
     assert!(md.contains("OPD from Fixed SFT recovers ≥ 80% of SFT's IFEval-lite loss: reproduces — SFT lost 20.0 points (base 40.0 → 20.0), OPD recovered 90% (38.0)"), "{md}");
     assert!(md.contains("OPD from Fixed SFT keeps Live-Stream right tool within 2 points: does NOT reproduce — 0.800 → 0.600 (-20.0 points)"), "{md}");
+    // Only the claims about its stages: no HSA-SFT, no RL.
     assert!(!md.contains("OPD from HSA-SFT"), "{md}");
+    assert!(
+        !md.contains("HSA-SFT vs fixed") && !md.contains("RL"),
+        "{md}"
+    );
 }
