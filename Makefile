@@ -471,7 +471,7 @@ $(REPRO)/report.md: $(foreach s,$(R_STAGES),$(REPRO)/eval-$(s).done) $(REPRO)/or
 #                  won back at all four levels with a 95% bootstrap interval (`hat general recovery`);
 #                  the reverse-KL curve is $(REPRO)/opd-fixed/opd.svg
 opd: build $(REPRO)/opd.md
-	@cat $<
+	@cat $(REPRO)/opd.md
 
 $(REPRO)/opd-fixed.done: $(REPRO)/fixed.done
 	$(r-start)
@@ -484,9 +484,9 @@ $(REPRO)/opd.md: $(REPRO)/eval-base.done $(REPRO)/eval-fixed.done $(REPRO)/eval-
 	$(HAT) general recovery $(REPRO)/ifeval/base.answers.jsonl $(REPRO)/ifeval/fixed.answers.jsonl \
 		$(REPRO)/ifeval/opd-fixed.answers.jsonl 2>> $@ > $(REPRO)/opd-recovery.json
 
-# The same chain with tiny budgets (≤ 10 minutes on 2 cores): to see every stage run, not to read results.
+# The same chain and make opd with tiny budgets (≤ 10 minutes on 2 cores): to see every stage run, not to read results.
 demo:
-	$(MAKE) reproduce REPRO=$(OUT)/demo DISTILL_PRODUCTS=60 DISTILL_TASKS=160 DISTILL_FIRST_TASKS=320 DISTILL_VARIANTS=4 \
+	$(MAKE) reproduce opd REPRO=$(OUT)/demo DISTILL_PRODUCTS=60 DISTILL_TASKS=160 DISTILL_FIRST_TASKS=320 DISTILL_VARIANTS=4 \
 		DISTILL_EVAL_TASKS=6 R_EVAL_TASKS=6 R_MAX_TOKENS=32 R_GENERAL_TRAIN=200 GENERAL_EVAL=6 DISTILL_BATCH_TOKENS=4096 DISTILL_ACCUM=1 \
 		COPY_ROWS=200 LOOKUP_COPY_ROWS=200 COPY_STEPS=2 LOOKUP_STEPS=2 R_BASE_STEPS=4 R_SFT_STEPS=4 R_OPD_STEPS=2 R_RL_STEPS=1 RL_TASKS_PER_STEP=2 RL_GENERATIONS=2 R_REPLAY_PROMPTS=8
 
