@@ -469,7 +469,7 @@ $(REPRO)/report.md: $(foreach s,$(R_STAGES),$(REPRO)/eval-$(s).done) $(REPRO)/or
 #  opd.md          base → fixed SFT → + OPD: the scores, the paired tests (IFEval-lite prompt strict, and
 #                  right tool / solved on Live-Stream QA-lite), and the share of SFT's IFEval-lite loss
 #                  won back at all four levels with a 95% bootstrap interval (`hat general recovery`);
-#                  the reverse-KL curve is $(REPRO)/opd-fixed/opd.svg
+#                  the bars are opd-scores.svg, the reverse-KL curve $(REPRO)/opd-fixed/opd.svg
 opd: build $(REPRO)/opd.md
 	@cat $(REPRO)/opd.md
 
@@ -479,10 +479,12 @@ $(REPRO)/opd-fixed.done: $(REPRO)/fixed.done
 	$(call r-end,opd-fixed)
 
 $(REPRO)/opd.md: $(REPRO)/eval-base.done $(REPRO)/eval-fixed.done $(REPRO)/eval-opd-fixed.done
-	$(HAT) report --dir $(REPRO) --stage base=Base --stage 'fixed=Fixed-harness SFT' --stage 'opd-fixed=+ OPD' -o $@ > /dev/null
-	echo -e "\n## Share of the IFEval-lite loss recovered (hat general recovery)\n" >> $@
+	$(HAT) report --dir $(REPRO) --stage base=Base --stage 'fixed=Fixed-harness SFT' --stage 'opd-fixed=+ OPD' \
+		-o $@.tmp --plot $(REPRO)/opd-scores.svg > /dev/null
+	echo -e "\n## Share of the IFEval-lite loss recovered (hat general recovery)\n" >> $@.tmp
 	$(HAT) general recovery $(REPRO)/ifeval/base.answers.jsonl $(REPRO)/ifeval/fixed.answers.jsonl \
-		$(REPRO)/ifeval/opd-fixed.answers.jsonl 2>> $@ > $(REPRO)/opd-recovery.json
+		$(REPRO)/ifeval/opd-fixed.answers.jsonl 2>> $@.tmp > $(REPRO)/opd-recovery.json
+	mv $@.tmp $@
 
 # The same chain and make opd with tiny budgets (≤ 10 minutes on 2 cores): to see every stage run, not to read results.
 demo:

@@ -305,6 +305,7 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
         .to_vec(),
         oracle: Some("oracle=Teacher".into()),
         output: output.clone(),
+        plot: None,
     };
     let md = write(&args).unwrap();
     assert_eq!(std::fs::read_to_string(&output).unwrap(), md);

@@ -59,9 +59,13 @@ pub struct ReportArgs {
     /// The teacher's episodes as NAME=LABEL: a reference row, not a stage.
     #[arg(long, value_name = "NAME=LABEL")]
     pub oracle: Option<String>,
-    /// Where to write the markdown; the plot is written beside it as scores.svg.
+    /// Where to write the markdown.
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
+    /// Where to write the plot (default: scores.svg beside the markdown). Two reports of one
+    /// directory (make reproduce's and make opd's) need two names.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
 }
 
 /// Everything measured about one stage (or the oracle).
@@ -172,7 +176,10 @@ pub fn write(a: &ReportArgs) -> Result<String> {
         std::fs::create_dir_all(parent)?;
     }
     std::fs::write(&a.output, &md).with_context(|| format!("writing {}", a.output.display()))?;
-    let svg = a.output.with_file_name("scores.svg");
+    let svg = a
+        .plot
+        .clone()
+        .unwrap_or_else(|| a.output.with_file_name("scores.svg"));
     std::fs::write(&svg, plot(&rows))?;
     Ok(md)
 }
@@ -269,16 +276,14 @@ fn claims(md: &mut String, stages: &[Row], oracle: Option<&Row>) {
     }
     // OPD's claim for every OPD stage whose SFT stage is in the report: make reproduce's `opd` (from
     // HSA-SFT) and make opd's `opd-fixed` (from fixed-harness SFT).
-    let mut opd_stages = 0;
-    for (sft_name, opd_name) in [("hsa", "opd"), ("fixed", "opd-fixed")] {
-        let (Some(base), Some(sft), Some(opd)) = (find("base"), find(sft_name), find(opd_name))
-        else {
-            continue;
-        };
-        opd_stages += 1;
+    let opd_runs: Vec<_> = [("hsa", "opd"), ("fixed", "opd-fixed")]
+        .into_iter()
+        .filter_map(|(sft, opd)| Some((find("base")?, find(sft)?, find(opd)?)))
+        .collect();
+    for &(base, sft, opd) in &opd_runs {
         opd_claim(md, base, sft, opd);
     }
-    if opd_stages == 0 {
+    if opd_runs.is_empty() {
         md.push_str(
             "* OPD's recovery of IFEval-lite: not measured (no OPD stage after an SFT stage).\n",
         );
