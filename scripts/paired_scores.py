@@ -6,19 +6,15 @@ models say, not only how they score).
 
 reads DIR/eval/STAGE.SET.jsonl (what make reproduce's eval stages and `teacher-distill eval --episodes`
 write), e.g. `python3 scripts/paired_scores.py out/reproduce heldout opd rl`."""
-import collections, json, math, sys
+import collections, json, sys
+
+from renamed_names import sign_test  # the exact two-sided sign test, shared with that probe
 
 if len(sys.argv) < 5:
     sys.exit(__doc__)
 R, SET, REFERENCE, STAGES = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 def load(stage):
     return {json.loads(l)["id"]: json.loads(l) for l in open(f"{R}/eval/{stage}.{SET}.jsonl")}
-def sign_p(w, l):
-    n = w + l
-    if n == 0:
-        return 1.0
-    k = min(w, l)
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
 def final_reply(t):
     for m in reversed(t["messages"]):
         if m["role"] == "assistant" and not m.get("tool_calls"):
@@ -33,7 +29,7 @@ for stage in STAGES:
         b = [other[k]["scores"].get(key) for k in base]
         pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
         w = sum(y > x for x, y in pairs); l = sum(y < x for x, y in pairs)
-        print(f"  {key}: {sum(x for x,_ in pairs)/len(pairs):.3f} -> {sum(y for _,y in pairs)/len(pairs):.3f}, {w} / {l}, p = {sign_p(w, l):.3g}")
+        print(f"  {key}: {sum(x for x,_ in pairs)/len(pairs):.3f} -> {sum(y for _,y in pairs)/len(pairs):.3f}, {w} / {l}, p = {sign_test(w, l):.3g}")
     replies = collections.Counter(final_reply(t)[:60] for t in other.values())
     print(f"  distinct final replies {len(set(final_reply(t) for t in other.values()))}; most common:")
     for r, n in replies.most_common(4):
