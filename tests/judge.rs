@@ -172,6 +172,25 @@ fn invented_numbers_and_forbidden_terms_are_caught() {
     assert!(reason(&t, "effectiveness").contains("forbidden 最便宜"));
 }
 
+#[test]
+fn a_reply_without_the_asked_numbers_is_unscored_on_accuracy_not_paid() {
+    // The viewer asked the price (fact "179"); a clarifying question states nothing to check. Scoring
+    // it 1 taught GRPO to answer product questions that way; unscored, effectiveness decides.
+    let mut v = good();
+    v["messages"][5]["content"] = json!("请问宝宝问的是几号链接呀？我马上帮你查～");
+    let t = scored(v);
+    assert_eq!(t.scores.accuracy, None);
+    assert!(reason(&t, "accuracy").starts_with("unscored"));
+    assert_eq!(t.scores.effectiveness, Some(0.0));
+    assert!(failures(&t).iter().all(|(d, _, _)| d != "accuracy"));
+
+    // Where the task's facts have no number (a chat turn), a reply without numbers is still accurate.
+    let mut v = good();
+    v["task"]["expected"]["facts"] = json!([]);
+    v["messages"][5]["content"] = json!("欢迎来到直播间，喜欢就冲！");
+    assert_eq!(scored(v).scores.accuracy, Some(1.0));
+}
+
 /// `scores.failures` as (dimension, kind, subject) triples, sorted.
 fn failures(t: &Trajectory) -> Vec<(String, String, String)> {
     let mut v: Vec<(String, String, String)> = t

@@ -362,7 +362,7 @@ mod end_to_end {
         assert_eq!(episodes.len(), 4);
         assert!(episodes
             .iter()
-            .all(|t| t.scores.accuracy.is_some() && t.meta.contains_key("rl_group")));
+            .all(|t| t.scores.effectiveness.is_some() && t.meta.contains_key("rl_group")));
         assert!(whole.path().join("reward.svg").exists());
 
         let resumed = tempfile::tempdir().unwrap();

@@ -142,7 +142,8 @@ pub fn summarise(label: &str, episodes: &[Trajectory], errors: usize) -> EvalSum
         harness: label.to_string(),
         episodes: episodes.len(),
         right_tool: Estimate::rate(right.iter().filter(|&&r| r).count(), right.len()),
-        accuracy: Estimate::mean(&scores(&|t| or_zero(t.scores.accuracy))),
+        // Unscored where the reply states no fact the task asked for (effectiveness counts that).
+        accuracy: Estimate::mean(&scores(&|t| t.scores.accuracy)),
         effectiveness: Estimate::mean(&scores(&|t| or_zero(t.scores.effectiveness))),
         tool_rationality: Estimate::mean(&scores(&|t| or_zero(t.scores.tool_rationality))),
         skill_selection: Estimate::mean(&scores(&|t| t.scores.skill_selection)),

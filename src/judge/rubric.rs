@@ -61,10 +61,10 @@ impl Rubric {
     fn add(&mut self, t: &Trajectory, pass: f64, counter: &TokenCounter) {
         self.episodes += 1;
         let s = &t.scores;
-        let correct = match (s.accuracy, s.effectiveness) {
-            (Some(a), Some(e)) => Some(a >= pass && e >= pass),
-            _ => None,
-        };
+        // An unscored accuracy (no fact stated) leaves the verdict to effectiveness.
+        let correct = s
+            .effectiveness
+            .map(|e| e >= pass && s.accuracy.is_none_or(|a| a >= pass));
         if let Some(c) = correct {
             self.acq.add(c as u64, 1);
             let faulted = t

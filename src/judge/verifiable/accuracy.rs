@@ -2,23 +2,38 @@
 //! the reply (price, stock, discount, days, threshold) must be found in this turn's tool results, the
 //! viewer's words or the system prompt (the prompt pipeline injects product info and room state there).
 //! A number found nowhere is invented. The score is the share of the reply's numbers that are grounded.
+//!
+//! A reply that states no number where the task's facts have numbers (a price, a stock count asked for)
+//! is left unscored: it has said nothing to be right or wrong about, and effectiveness already scores
+//! the missing facts. Scoring it 1 paid a policy for dropping the facts: GRPO learned to answer product
+//! questions with a clarifying question (docs/grpo.md, "The reproduce chain's RL").
 
 use super::episode::Episode;
 use super::{Dimension, FailureKind};
 
-pub fn score(ep: &Episode) -> Dimension {
+/// `Err(reason)` when the reply states no number although the task's facts have some.
+pub fn score(ep: &Episode) -> Result<Dimension, String> {
     let Some(reply) = &ep.reply else {
-        return match ep.expected {
+        return Ok(match ep.expected {
             Some(e) if e.silent => {
                 Dimension::new(1.0, "stayed silent as required: nothing to be wrong about")
             }
             _ => Dimension::new(0.0, "no final reply to check")
                 .with_shortfall(FailureKind::NoReply, ""),
-        };
+        });
     };
     let claimed = numbers(reply);
     if claimed.is_empty() {
-        return Dimension::new(1.0, "reply states no numbers");
+        let asked = ep
+            .expected
+            .iter()
+            .flat_map(|e| &e.facts)
+            .any(|f| !numbers(f).is_empty());
+        return if asked {
+            Err("unscored: the reply states no number where the task's facts have some (effectiveness scores the omission)".into())
+        } else {
+            Ok(Dimension::new(1.0, "reply states no numbers"))
+        };
     }
     let mut known: Vec<String> = Vec::new();
     for source in ep.results().chain([ep.user.as_str(), ep.system.as_str()]) {
@@ -27,7 +42,7 @@ pub fn score(ep: &Episode) -> Dimension {
     let invented: Vec<&String> = claimed.iter().filter(|n| !known.contains(n)).collect();
     let grounded = claimed.len() - invented.len();
     let value = grounded as f64 / claimed.len() as f64;
-    if invented.is_empty() {
+    Ok(if invented.is_empty() {
         Dimension::new(
             value,
             format!(
@@ -49,7 +64,7 @@ pub fn score(ep: &Episode) -> Dimension {
             d = d.with_shortfall(FailureKind::UngroundedNumber, n);
         }
         d
-    }
+    })
 }
 
 /// Distinct numbers written in `text`, normalised so that "1,299", "1299" and "1299.00" are one number.

@@ -108,7 +108,8 @@ pub struct Failure {
 /// All scores of one trajectory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
-    pub accuracy: Dimension,
+    /// `Err(reason)` when the reply states nothing checkable although the task asked for facts.
+    pub accuracy: Result<Dimension, String>,
     pub effectiveness: Dimension,
     pub tool_rationality: Dimension,
     /// `Err(reason)` when skill choice is not observable for this record.
@@ -169,32 +170,32 @@ pub fn score(traj: &mut Trajectory, counter: &TokenCounter) {
     }
     let v = judge(traj, counter);
     let s = &mut traj.scores;
-    s.accuracy = Some(v.accuracy.value);
+    s.accuracy = v.accuracy.as_ref().ok().map(|d| d.value);
     s.effectiveness = Some(v.effectiveness.value);
     s.tool_rationality = Some(v.tool_rationality.value);
     s.skill_selection = v.skill_selection.as_ref().ok().map(|d| d.value);
     s.cot_length = Some(v.cot_length);
     s.judge = Some("verifiable".into());
-    let skill_reason = match &v.skill_selection {
+    let reason = |d: &Result<Dimension, String>| match d {
         Ok(d) => d.reason.clone(),
         Err(why) => why.clone(),
     };
     let mut reasons = Map::new();
-    reasons.insert("accuracy".into(), json!(v.accuracy.reason));
+    reasons.insert("accuracy".into(), json!(reason(&v.accuracy)));
     reasons.insert("effectiveness".into(), json!(v.effectiveness.reason));
     reasons.insert("tool_rationality".into(), json!(v.tool_rationality.reason));
-    reasons.insert("skill_selection".into(), json!(skill_reason));
+    reasons.insert("skill_selection".into(), json!(reason(&v.skill_selection)));
     reasons.insert(
         "cot_length".into(),
         json!(format!("{} reasoning tokens", v.cot_tokens)),
     );
     s.extra.insert("reasons".into(), Value::Object(reasons));
-    let skill = v.skill_selection.as_ref().ok();
+
     let failures: Vec<Failure> = [
-        ("accuracy", Some(&v.accuracy)),
+        ("accuracy", v.accuracy.as_ref().ok()),
         ("effectiveness", Some(&v.effectiveness)),
         ("tool_rationality", Some(&v.tool_rationality)),
-        ("skill_selection", skill),
+        ("skill_selection", v.skill_selection.as_ref().ok()),
     ]
     .into_iter()
     .flat_map(|(dimension, d)| {

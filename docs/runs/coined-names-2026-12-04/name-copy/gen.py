@@ -5,6 +5,11 @@ prompt, a viewer question that selects one function, and the call: that tool's c
 Coined names from disjoint syllable sets for train and held-out rows."""
 import json, random, sys
 n, seed, split = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+# optional 4th argument (docs/runs/name-order-2026-12-05): the system prompt also lists the tools, one line
+# each, `name-first` ("- pale_zirera: 库存 stock…") or `description-first` ("- 库存 stock…: pale_zirera"); a
+# causal model can tie a name to its description only where it has read the description first
+LISTING = sys.argv[4] if len(sys.argv) > 4 else None
+assert LISTING in (None, "name-first", "description-first")
 rng = random.Random(seed)
 CONS = "bdfgklmnprstvz"; VOW = "aeiou"
 # held-out rows use syllables starting with consonants the train rows never use first
@@ -25,10 +30,14 @@ for i in range(n):
               "parameters": {"type": "object", "properties": {"product_id": {"type": "string"}}, "required": ["product_id"]}}}
              for j in order]
     args = json.dumps({"product_id": pid}, separators=(",", ":"))
+    system = f"# 当前讲解商品 Current product\n商品ID product_id={pid}"
+    if LISTING:
+        pairs = [(names[j], FUNCS[j][0]) for j in order]
+        system += "\n# 工具 Tools\n" + "\n".join(f"- {a}: {b}" if LISTING == "name-first" else f"- {b}: {a}" for a, b in pairs)
     print(json.dumps({"id": f"name-{split}-{i:06d}",
         "task": {"intent": "product_qa", "expected": {"tool_calls": [{"tool": names[ask], "args": {"product_id": pid}}]}},
         "tools": tools,
-        "messages": [{"role": "system", "content": f"# 当前讲解商品 Current product\n商品ID product_id={pid}"},
+        "messages": [{"role": "system", "content": system},
                      {"role": "user", "content": FUNCS[ask][1]},
                      {"role": "assistant", "tool_calls": [{"id": "call_1_0", "type": "function",
                       "function": {"name": names[ask], "arguments": args}}]}]}, ensure_ascii=False))
