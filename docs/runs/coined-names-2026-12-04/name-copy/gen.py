@@ -8,8 +8,11 @@ n, seed, split = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 # optional 4th argument (docs/runs/name-order-2026-12-05): the system prompt also lists the tools, one line
 # each, `name-first` ("- pale_zirera: 库存 stock…") or `description-first` ("- 库存 stock…: pale_zirera"); a
 # causal model can tie a name to its description only where it has read the description first
-LISTING = sys.argv[4] if len(sys.argv) > 4 else None
+LISTING = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] != "none" else None
 assert LISTING in (None, "name-first", "description-first")
+# optional 5th argument: how many of the four tools a row lists (the asked one always among them); 1
+# separates copying a listed name from selecting it
+TOOLS = int(sys.argv[5]) if len(sys.argv) > 5 else 4
 rng = random.Random(seed)
 CONS = "bdfgklmnprstvz"; VOW = "aeiou"
 # held-out rows use syllables starting with consonants the train rows never use first
@@ -26,6 +29,8 @@ for i in range(n):
     order = list(range(4)); rng.shuffle(order)
     pid = "p%03d" % rng.randrange(1000)
     ask = rng.randrange(4)
+    if TOOLS < 4:
+        order = [ask] + [j for j in order if j != ask][:TOOLS - 1]; rng.shuffle(order)
     tools = [{"type": "function", "function": {"name": names[j], "description": FUNCS[j][0],
               "parameters": {"type": "object", "properties": {"product_id": {"type": "string"}}, "required": ["product_id"]}}}
              for j in order]
