@@ -49,13 +49,15 @@ fn main() -> Result<()> {
 fn print_verdict(label: &str, v: &Verdict) {
     println!("\n{label}:");
     let line = |name: &str, d: &Dimension| println!("  {name:<17} {:.2}  {}", d.value, d.reason);
-    line("accuracy", &v.accuracy);
+    // Accuracy and skill selection may be unscored, with the reason.
+    let maybe = |name: &str, d: &Result<Dimension, String>| match d {
+        Ok(d) => line(name, d),
+        Err(why) => println!("  {name:<17} --    {why}"),
+    };
+    maybe("accuracy", &v.accuracy);
     line("effectiveness", &v.effectiveness);
     line("tool_rationality", &v.tool_rationality);
-    match &v.skill_selection {
-        Ok(d) => line("skill_selection", d),
-        Err(why) => println!("  {:<17} --    {why}", "skill_selection"),
-    }
+    maybe("skill_selection", &v.skill_selection);
     println!(
         "  {:<17} {:.2}  {} reasoning tokens",
         "cot_length", v.cot_length, v.cot_tokens
