@@ -3,12 +3,14 @@
 #   DF  the tools also listed in the system prompt, description before name (4 tools)
 #   NF  the same listing, name before description (the control; stopped, see the doc)
 #   T1  one tool per row, no listing: copying a listed name without having to select it
+#   DF4 DF's rows from T1's model (the order tested on a model that copies)
 #   T4  four tools, no listing (the seventeenth session's rows), from T1's model: select, then copy
 # Same init (make reproduce's copy stage) and recipe as docs/runs/coined-names-2026-12-04/name-copy/run.sh.
 # Commands run (writes under /work/exp):
 #   ARMS="DF:description-first:4" bash run.sh
 #   ARMS="T1:none:1" STEPS=600 SAVE=150 bash run.sh, then CONTINUE="T1 900 2" bash run.sh
 #   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="T4:none:4" STEPS=600 SAVE=200 bash run.sh, then CONTINUE="T4 900 2" bash run.sh
+#   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="DF4:description-first:4" STEPS=900 SAVE=300 bash run.sh
 # where CONTINUE="ARM STEPS SEED" trains from the arm's last checkpoint with another seed (fresh
 # data order) into $N/more and probes every 300 steps.
 set -eo pipefail
