@@ -290,7 +290,12 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
         )
         .unwrap();
     }
-    std::fs::write(dir.path().join("times.tsv"), "base\t120\nhsa\t300\n").unwrap();
+    // hsa was run twice: its second time replaces the first.
+    std::fs::write(
+        dir.path().join("times.tsv"),
+        "base\t120\nhsa\t900\nhsa\t300\n",
+    )
+    .unwrap();
     let output = dir.path().join("report.md");
     let args = ReportArgs {
         dir: dir.path().to_path_buf(),
@@ -340,7 +345,10 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
         "{md}"
     );
     assert!(md.contains("within 5 points of the teacher on Live-Stream QA-lite: does NOT reproduce — teacher 100.0, final 75.0"), "{md}");
-    assert!(md.contains("| total | 420 |"), "{md}");
+    assert!(
+        md.contains("| base | 120 |\n| hsa | 300 |\n| total | 420 |"),
+        "{md}"
+    );
     // IFEval-lite paired on the prompts: fixed passes none that base fails, fails 8 base passes.
     assert!(
         md.contains("| Fixed SFT vs Base | IFEval-lite (prompt strict) | 0 / 8, p = 7.81e-3 | – |"),

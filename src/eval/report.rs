@@ -12,13 +12,13 @@
 //! * `ifeval/STAGE.json` — IFEval-lite of the stage (`hat general eval`), and `ifeval/STAGE.answers.jsonl`
 //!   its per-prompt answers (`--answers`) for the paired test between stages;
 //! * `replay/summary.json` — `replay-bench run --mode agent` against the served final model;
-//! * `times.tsv` — `STAGE<TAB>seconds` per line.
+//! * `times.tsv` — `STAGE<TAB>seconds` per line; a stage run again appends a line, and its last one counts.
 //!
 //! A missing file leaves its cells empty ("–"): the report of a partial run is still a report.
 //! The QA-lite score is the share of episodes that solve their task (`meta.success`: the expected calls
 //! made, the facts stated, the limits kept; ×100) — not the judge's accuracy alone, which only checks
-//! that the numbers a reply states are grounded, so a reply of noise with no number in it scores 1.
-//! Right tool and the judge's dimensions are in the detail table.
+//! that the numbers a reply states are grounded (and leaves a reply that states none unscored).
+//! Right tool and the judge's dimensions are in the detail table, accuracy with how many it scored.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -200,18 +200,19 @@ fn results_table(md: &mut String, rows: &[Row]) {
 }
 
 fn detail_table(md: &mut String, rows: &[Row]) {
-    md.push_str("\n## Detail by set\n\n| stage | set | right tool (n tool tasks) | skill selection | accuracy | effectiveness | tool rationality |\n|---|---|---|---|---|---|---|\n");
+    md.push_str("\n## Detail by set\n\n| stage | set | right tool (n tool tasks) | skill selection | accuracy (n scored) | effectiveness | tool rationality |\n|---|---|---|---|---|---|---|\n");
     for r in rows {
         for (set, column) in SETS {
             if let Some(s) = r.summary(set) {
                 let _ = writeln!(
                     md,
-                    "| {} | {column} | {} ({}) | {} | {} | {} | {} |",
+                    "| {} | {column} | {} ({}) | {} | {} ({}) | {} | {} |",
                     r.label,
                     s.right_tool.display(),
                     s.right_tool.n,
                     s.skill_selection.display(),
                     s.accuracy.display(),
+                    s.accuracy.n,
                     s.effectiveness.display(),
                     s.tool_rationality.display()
                 );
@@ -369,16 +370,23 @@ fn times(md: &mut String, dir: &Path) -> Result<()> {
         return Ok(());
     }
     md.push_str("\n## Wall-clock by stage\n\n| stage | seconds |\n|---|---|\n");
-    let mut total = 0.0;
+    // In first-run order, each stage's latest time: a re-run replaces what it redid.
+    let mut stages: Vec<(String, f64)> = Vec::new();
     for line in std::fs::read_to_string(&path)?.lines() {
         if let Some((stage, secs)) = line.split_once('\t') {
             let secs: f64 = secs.trim().parse().with_context(|| {
                 format!("{}: {line:?}: expected STAGE<TAB>seconds", path.display())
             })?;
-            total += secs;
-            let _ = writeln!(md, "| {stage} | {secs:.0} |");
+            match stages.iter_mut().find(|(s, _)| s == stage) {
+                Some(entry) => entry.1 = secs,
+                None => stages.push((stage.to_string(), secs)),
+            }
         }
     }
+    for (stage, secs) in &stages {
+        let _ = writeln!(md, "| {stage} | {secs:.0} |");
+    }
+    let total: f64 = stages.iter().map(|(_, s)| s).sum();
     let _ = writeln!(md, "| total | {total:.0} |");
     Ok(())
 }
