@@ -1,9 +1,10 @@
 #!/bin/bash
-# Name-copy probes (docs/learning-default.md, twentieth session), each arm NAME:LISTING:TOOLS for gen.py:
+# Name-copy probes (docs/learning-default.md, twentieth session), each arm NAME:LISTING:TOOLS[:EXTRA] for gen.py:
 #   DF  the tools also listed in the system prompt, description before name (4 tools)
 #   NF  the same listing, name before description (the control; stopped, see the doc)
 #   T1  one tool per row, no listing: copying a listed name without having to select it
 #   DF4 DF's rows from T1's model (the order tested on a model that copies)
+#   SN  four tools whose names are always the same four words, dealt at random: select by description only
 #   T4  four tools, no listing (the seventeenth session's rows), from T1's model: select, then copy
 # Same init (make reproduce's copy stage) and recipe as docs/runs/coined-names-2026-12-04/name-copy/run.sh.
 # Commands run (writes under /work/exp):
@@ -11,6 +12,7 @@
 #   ARMS="T1:none:1" STEPS=600 SAVE=150 bash run.sh, then CONTINUE="T1 900 2" bash run.sh
 #   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="T4:none:4" STEPS=600 SAVE=200 bash run.sh, then CONTINUE="T4 900 2" bash run.sh
 #   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="DF4:description-first:4" STEPS=900 SAVE=300 bash run.sh
+#   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="SN:none:4:shuffled-names" STEPS=900 SAVE=300 bash run.sh
 # where CONTINUE="ARM STEPS SEED" trains from the arm's last checkpoint with another seed (fresh
 # data order) into $N/more and probes every 300 steps.
 set -eo pipefail
@@ -35,9 +37,9 @@ if [ -n "$CONTINUE" ]; then
   exit
 fi
 for arm in ${ARMS:-DF:description-first:4 NF:name-first:4}; do
-  IFS=: read d listing tools <<< "$arm"
+  IFS=: read d listing tools extra <<< "$arm"
   N=/work/exp/$d; mkdir -p $N
-  python3 $G 20000 1 train $listing $tools > $N/train.jsonl; python3 $G 200 2 eval $listing $tools > $N/eval.jsonl
-  python3 $G 200 3 train $listing $tools > $N/dev.jsonl
+  python3 $G 20000 1 train $listing $tools $extra > $N/train.jsonl; python3 $G 200 2 eval $listing $tools $extra > $N/eval.jsonl
+  python3 $G 200 3 train $listing $tools $extra > $N/dev.jsonl
   train_probe $d $INIT 1 $STEPS $SAVE run
 done

@@ -13,6 +13,9 @@ assert LISTING in (None, "name-first", "description-first")
 # optional 5th argument: how many of the four tools a row lists (the asked one always among them); 1
 # separates copying a listed name from selecting it
 TOOLS = int(sys.argv[5]) if len(sys.argv) > 5 else 4
+# optional 6th argument `shuffled-names`: every row's four names are the same four words, dealt to the
+# functions at random, so only the description tells which is which (selection without an unseen name)
+SHUFFLED_NAMES = sys.argv[6:] == ["shuffled-names"]
 rng = random.Random(seed)
 CONS = "bdfgklmnprstvz"; VOW = "aeiou"
 # held-out rows use syllables starting with consonants the train rows never use first
@@ -26,6 +29,8 @@ for i in range(n):
     while len(names) < 4:
         w = coin() + "_" + coin()
         if w not in names: names.append(w)
+    if SHUFFLED_NAMES:
+        names = ["bako_dimu", "fela_gino", "kemi_lodo", "mabe_nifa"]; rng.shuffle(names)
     order = list(range(4)); rng.shuffle(order)
     pid = "p%03d" % rng.randrange(1000)
     ask = rng.randrange(4)
