@@ -6,6 +6,7 @@
 # start on the same 200 held-out primary tasks, original harness and the 8 held-out variants, faults on.
 #   bash run.sh                                              # arm rl-kl
 #   NAME=rl-kl-acc EXTRA="--reward-weights accuracy=0.25" bash run.sh   # + accuracy weighed a quarter
+#   NAME=rl-kl-nan-s2 SEED=2 bash run.sh                     # another seed of the RL draws (eval seed stays 1)
 set -e
 cd "$(dirname "$0")/../../.."
 R=${R:-out/exp-g128}
@@ -16,7 +17,7 @@ H=harness-samples/taolive
 F=timeout=0.05,malformed=0.05,permission_denied=0.02,empty=0.03
 $B/grpo-train --model $(ck opd) --tasks $R/data/tasks.rl.jsonl $(for i in 1 2 3 4 5 6 7 8; do echo --harness $H; done) \
   $(for d in $R/data/rl-variants/variant-*; do echo --harness $d; done) --faults $F --products 600 \
-  --max-steps 30 --save-steps 30 --num-generations 8 --tasks-per-step 8 --learning-rate 3e-4 --seed 1 \
+  --max-steps 30 --save-steps 30 --num-generations 8 --tasks-per-step 8 --learning-rate 3e-4 --seed ${SEED:-1} \
   --beta 0.04 $EXTRA --out $R/$NAME --overwrite-output-dir 2> $R/$NAME.log
 for s in $NAME; do
   E="--tasks $R/data/tasks.primary.jsonl --n 200 --max-tokens 160 --faults $F --seed 1 --products 600 --model $s=$(ck $s)"
