@@ -190,7 +190,6 @@ pub fn score(traj: &mut Trajectory, counter: &TokenCounter) {
         json!(format!("{} reasoning tokens", v.cot_tokens)),
     );
     s.extra.insert("reasons".into(), Value::Object(reasons));
-
     let failures: Vec<Failure> = [
         ("accuracy", v.accuracy.as_ref().ok()),
         ("effectiveness", Some(&v.effectiveness)),
