@@ -599,7 +599,7 @@ fn harness_views(b: &ViewBuilder, system: &str, n: usize) -> Vec<TrainingView> {
 }
 
 /// Running the prefix the rows share once and continuing every row from a copy of its cache gives the
-/// loss and the gradients of running the whole rows.
+/// loss and the gradients of running the whole rows, the MTP loss included.
 #[test]
 fn a_shared_prefix_run_once_gives_the_loss_and_gradients_of_whole_rows() {
     let dir = tokenizer_dir();
@@ -624,16 +624,24 @@ fn a_shared_prefix_run_once_gives_the_loss_and_gradients_of_whole_rows() {
 
     let model = tiny_model(b.tokenizer().get_vocab_size(true), 11);
     let norm = whole.trained;
-    let (mut gw, mut gs) = (GradBuffer::default(), GradBuffer::default());
-    let (lw, _) = micro_batch_loss(&model, &whole, norm, 0.0, 1, 0.0).unwrap();
-    let (ls, _) = micro_batch_loss(&model, &shared, norm, 0.0, 1, 0.0).unwrap();
-    let (a, c) = (values(lw.clone())[0], values(ls.clone())[0]);
-    assert!(a > 1.0 && (a - c).abs() / a < 1e-5, "{a} vs {c}");
-    gw.accumulate::<B, _>(&model, &lw.backward());
-    gs.accumulate::<B, _>(&model, &ls.backward());
-    let (nw, ns) = (gw.norm(), gs.norm());
-    assert!(nw > 0.0 && (nw - ns).abs() / nw < 1e-4, "{nw} vs {ns}");
-    assert_same_gradients(&gw, &gs);
+    // The MTP head has its own attention layer, which must see the prefix's slots too.
+    for mtp_weight in [0.0, 0.3] {
+        let (mut gw, mut gs) = (GradBuffer::default(), GradBuffer::default());
+        let (ls, ps) = micro_batch_loss(&model, &shared, norm, 0.0, 1, mtp_weight).unwrap();
+        let c = values(ls.clone())[0];
+        gs.accumulate::<B, _>(&model, &ls.backward());
+        let (lw, pw) = micro_batch_loss(&model, &whole, norm, 0.0, 1, mtp_weight).unwrap();
+        let a = values(lw.clone())[0];
+        assert!(a > 1.0 && (a - c).abs() / a < 1e-5, "{a} vs {c}");
+        if mtp_weight > 0.0 {
+            let (mw, ms) = (pw.mtp_sum, ps.mtp_sum);
+            assert!(mw > 1.0 && (mw - ms).abs() / mw < 1e-5, "MTP {mw} vs {ms}");
+        }
+        gw.accumulate::<B, _>(&model, &lw.backward());
+        let (nw, ns) = (gw.norm(), gs.norm());
+        assert!(nw > 0.0 && (nw - ns).abs() / nw < 1e-4, "{nw} vs {ns}");
+        assert_same_gradients(&gw, &gs);
+    }
 }
 
 /// Shared-prefix batches keep records of different harnesses apart and stay within the budget, each

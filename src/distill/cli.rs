@@ -221,7 +221,7 @@ pub struct TrainArgs {
     pub learning_rate: f64,
     /// Tokens a micro-batch computes at most: its right-padded rows, with the prompt prefix that its
     /// records share (one harness's system prompt and tools) computed once, not once per record
-    /// (without --mtp-loss-weight; the loss is the same either way).
+    /// (the loss is the same either way).
     #[arg(long, default_value_t = 8192)]
     pub batch_tokens: usize,
     #[arg(

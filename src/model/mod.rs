@@ -293,23 +293,39 @@ impl<B: Backend> CausalLm<B> {
     /// MTP logits for slots `i = 0..T-2`: slot i combines `hidden[i]` with `ids[i+1]` and predicts
     /// `ids[i+2]`. `hidden` is [`LmOutput::hidden`] of the same `ids`. Returns `[B, T-1, V]`.
     pub fn mtp_logits(&self, hidden: Tensor<B, 3>, ids: Tensor<B, 2, Int>) -> Result<Tensor<B, 3>> {
-        let Some(mtp) = &self.mtp else {
-            bail!("this model has no MTP head (mtp.* weights)")
-        };
-        let [b, t, h] = hidden.dims();
+        let t = hidden.dims()[1];
         if t < 2 {
             bail!("MTP needs at least 2 tokens, got {t}");
         }
-        let next = self.embed_tokens.forward(ids.narrow(1, 1, t - 1));
-        let rope = self.rope(&[0], t - 1, &hidden.device());
-        let (u, _) = mtp.forward(
-            next,
-            hidden.narrow(1, 0, t - 1).reshape([b, t - 1, h]),
-            &rope,
-            0,
-            None,
-        );
-        Ok(self.lm_logits(u))
+        let states = self.mtp_states(hidden.narrow(1, 0, t - 1), ids.narrow(1, 1, t - 1), None)?;
+        Ok(self.lm_logits(states))
+    }
+
+    /// The MTP head's normed output over slots that pair `hidden: [B, S, H]` (main-model states, or
+    /// the head's own output when drafting) with the `next` tokens `[B, S]`. With `cache` (the head's
+    /// own, one layer) the slots continue after the ones it holds and it is extended.
+    pub fn mtp_states(
+        &self,
+        hidden: Tensor<B, 3>,
+        next: Tensor<B, 2, Int>,
+        cache: Option<&mut Cache<B>>,
+    ) -> Result<Tensor<B, 3>> {
+        let Some(mtp) = &self.mtp else {
+            bail!("this model has no MTP head (mtp.* weights)")
+        };
+        let t = next.dims()[1];
+        let starts = cache.as_ref().map_or(vec![0], |c| c.positions());
+        let rope = self.rope(&starts, t, &hidden.device());
+        let embeds = self.embed_tokens.forward(next);
+        // All Qwen3.5 checkpoints have one MTP layer; every slot and draft step uses layer 0.
+        let (u, _) = match cache {
+            Some(c) => {
+                c.seq_len += t;
+                mtp.forward(embeds, hidden, &rope, 0, Some(&mut c.layers[0]))
+            }
+            None => mtp.forward(embeds, hidden, &rope, 0, None),
+        };
+        Ok(u)
     }
 
     /// Greedy decoding with the cache: prefill `prompt`, then up to `max_new` tokens, stopping

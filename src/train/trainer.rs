@@ -24,14 +24,14 @@ use burn::tensor::backend::AutodiffBackend;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use super::batch::{bucket, bucket_shared, to_tensors, BatchTensors, Sampler};
+use super::batch::{bucket_shared, to_tensors, BatchTensors, Sampler};
 use super::checkpoint;
 use super::metrics;
 use super::optim::{AdamW, AdamWConfig, GradBuffer, LrSchedulerType};
 use super::view::{SegmentKind, TrainingView};
 use crate::model::cpu::spin_team;
 use crate::model::train_ops::autodiff::is_cpu_autodiff;
-use crate::model::CausalLm;
+use crate::model::{Cache, CausalLm};
 
 /// Settings of one training run (TRL/transformers names where they exist).
 #[derive(Debug, Clone)]
@@ -162,38 +162,67 @@ pub fn micro_batch_loss<B: Backend>(
     micro_batches: usize,
     mtp_weight: f64,
 ) -> Result<(Tensor<B, 1>, LossParts)> {
-    let (hidden, router_logits) = batch_hidden_states(model, batch);
-    let t = batch.ids.dims()[1];
-    let ce = trained_token_loss(model, hidden.clone(), batch);
+    let states = batch_states(model, batch);
+    let ce = trained_token_loss(model, states.hidden.clone(), batch);
     let mut parts = LossParts {
         ce_sum: ce.clone().into_scalar().elem(),
         ..LossParts::default()
     };
     let mut total = ce.div_scalar(norm);
     if aux_coef > 0.0 {
-        if let Some(aux) = model.aux_loss(&router_logits) {
+        if let Some(aux) = model.aux_loss(&states.router_logits) {
             parts.aux = aux.clone().into_scalar().elem();
             total = total + aux.mul_scalar(aux_coef / micro_batches as f64);
         }
     }
-    if mtp_weight > 0.0 && t >= 3 {
-        anyhow::ensure!(
-            batch.prefix.is_none(),
-            "the MTP loss needs whole rows (its own attention layer does not see a shared prefix)"
-        );
-        // MTP slot i predicts token i+2: slots 0..T-2 against targets 1.., masked like those targets.
-        let logits = model
-            .mtp_logits(hidden, batch.ids.clone())?
-            .narrow(1, 0, t - 2);
-        let mtp = masked_token_loss(
-            logits,
-            batch.targets.clone().narrow(1, 1, t - 2),
-            batch.mask.clone().narrow(1, 1, t - 2),
-        );
+    if mtp_weight > 0.0 && batch.ids.dims()[1] >= 3 {
+        let (logits, targets, mask) = mtp_slots(model, batch, states)?;
+        let mtp = masked_token_loss(logits, targets, mask);
         parts.mtp_sum = mtp.clone().into_scalar().elem();
         total = total + mtp.mul_scalar(mtp_weight / norm as f64);
     }
     Ok((total, parts))
+}
+
+/// The MTP logits of a batch with the targets and mask they are scored against. MTP slot i pairs the
+/// state at position i with token i+1 and predicts token i+2. Whole rows: slots 0..T-2 against
+/// targets 1... After a shared prefix of P tokens the head's attention needs the prefix's slots too:
+/// slots 0..P-2 run once into the head's own cache (they predict prefix tokens, never trained), and
+/// each row continues from a copy of it with slot P-1 (the prefix's last state, the row's first token)
+/// and its own states, so every target of the row is scored, as in a whole-row pass.
+fn mtp_slots<B: Backend>(
+    model: &CausalLm<B>,
+    batch: &BatchTensors<B>,
+    states: BatchStates<B>,
+) -> Result<(Tensor<B, 3>, Tensor<B, 2, Int>, Tensor<B, 2>)> {
+    let [b, t] = batch.ids.dims();
+    let (Some(prefix), Some(prefix_hidden)) = (&batch.prefix, states.prefix_hidden) else {
+        let logits = model.mtp_logits(states.hidden, batch.ids.clone())?;
+        return Ok((
+            logits.narrow(1, 0, t - 2),
+            batch.targets.clone().narrow(1, 1, t - 2),
+            batch.mask.clone().narrow(1, 1, t - 2),
+        ));
+    };
+    let p = prefix.dims()[1];
+    let mut head = Cache::new(1);
+    if p >= 2 {
+        let ids = prefix.clone().narrow(1, 1, p - 1);
+        model.mtp_states(prefix_hidden.clone().narrow(1, 0, p - 1), ids, Some(&mut head))?;
+    }
+    let mut rows = head.repeat_rows(b);
+    let before_first = prefix_hidden.narrow(1, p - 1, 1).repeat_dim(0, b);
+    let hidden = Tensor::cat(vec![before_first, states.hidden.narrow(1, 0, t - 2)], 1);
+    let u = model.mtp_states(hidden, batch.ids.clone().narrow(1, 0, t - 1), Some(&mut rows))?;
+    Ok((model.lm_logits(u), batch.targets.clone(), batch.mask.clone()))
+}
+
+/// What one forward pass over a micro-batch leaves: the rows' final hidden states `[B, T, H]`, the
+/// shared prefix's `[1, P, H]` when it ran apart, and the router logits of the pass.
+pub struct BatchStates<B: Backend> {
+    pub hidden: Tensor<B, 3>,
+    pub prefix_hidden: Option<Tensor<B, 3>>,
+    pub router_logits: Vec<Tensor<B, 2>>,
 }
 
 /// The final hidden states of the batch rows `[B, T, H]` and the router logits of the pass. A shared
@@ -203,15 +232,30 @@ pub fn batch_hidden_states<B: Backend>(
     model: &CausalLm<B>,
     batch: &BatchTensors<B>,
 ) -> (Tensor<B, 3>, Vec<Tensor<B, 2>>) {
+    let s = batch_states(model, batch);
+    (s.hidden, s.router_logits)
+}
+
+/// [`batch_hidden_states`] with the shared prefix's own states kept.
+pub fn batch_states<B: Backend>(model: &CausalLm<B>, batch: &BatchTensors<B>) -> BatchStates<B> {
     let Some(prefix) = &batch.prefix else {
-        return model.hidden_states(batch.ids.clone(), None);
+        let (hidden, router_logits) = model.hidden_states(batch.ids.clone(), None);
+        return BatchStates {
+            hidden,
+            prefix_hidden: None,
+            router_logits,
+        };
     };
     let mut cache = model.new_cache();
-    let (_, mut router_logits) = model.hidden_states(prefix.clone(), Some(&mut cache));
+    let (prefix_hidden, mut router_logits) = model.hidden_states(prefix.clone(), Some(&mut cache));
     let mut rows = cache.repeat_rows(batch.ids.dims()[0]);
     let (hidden, more) = model.hidden_states(batch.ids.clone(), Some(&mut rows));
     router_logits.extend(more);
-    (hidden, router_logits)
+    BatchStates {
+        hidden,
+        prefix_hidden: Some(prefix_hidden),
+        router_logits,
+    }
 }
 
 /// What the dev set says about a model, teacher-forced (no gradients, no sampling).
@@ -486,14 +530,7 @@ pub fn train<B: AutodiffBackend>(
     let metrics_path = dirs.out.join("metrics.jsonl");
     let mut log = metrics::Log::open(&metrics_path, state.metrics_lines)?;
 
-    // A shared prefix is exact for the token loss; the MTP head's attention would need the prefix too.
-    let share_prefix = cfg.mtp_loss_weight == 0.0;
-    let batches = if share_prefix {
-        bucket_shared(&data.train, cfg.batch_tokens)
-    } else {
-        let lengths: Vec<usize> = data.train.iter().map(TrainingView::len).collect();
-        bucket(&lengths, cfg.batch_tokens)
-    };
+    let batches = bucket_shared(&data.train, cfg.batch_tokens);
     let mut sampler = Sampler::new(batches, state.seed, state.cursor);
     let pb = step_progress(cfg.max_steps, state.step);
     let started = Instant::now();
@@ -525,7 +562,7 @@ pub fn train<B: AutodiffBackend>(
                     .iter()
                     .map(|&i| &data.train[i])
                     .collect();
-                to_tensors::<B>(&rows, data.pad, share_prefix, device)
+                to_tensors::<B>(&rows, data.pad, true, device)
             })
             .collect::<Result<_>>()?;
         let norm: f32 = micro.iter().map(|b| b.trained).sum::<f32>().max(1.0);

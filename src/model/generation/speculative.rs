@@ -16,7 +16,7 @@
 use super::generate::{rows_to_host, Generation, Sequence};
 use super::sampling::{argmax, SamplingParams};
 use crate::model::{ids_tensor, Cache, CausalLm};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use burn::prelude::*;
 
 /// How well the drafts fared.
@@ -196,16 +196,9 @@ impl<B: Backend> CausalLm<B> {
         next: &[u32],
         cache: &mut Cache<B>,
     ) -> Result<(Tensor<B, 3>, Vec<f32>)> {
-        let mtp = self.mtp.as_ref().ok_or_else(|| anyhow!("no MTP head"))?;
-        let device = hidden.device();
         let t = next.len();
-        let rope = self.rope(&cache.positions(), t, &device);
-        let embeds = self
-            .embed_tokens
-            .forward(ids_tensor(&[next.to_vec()], &device)?);
-        // All Qwen3.5 checkpoints have one MTP layer; every draft step uses layer 0.
-        let (u, _) = mtp.forward(embeds, hidden, &rope, 0, Some(&mut cache.layers[0]));
-        cache.seq_len += t;
+        let ids = ids_tensor(&[next.to_vec()], &hidden.device())?;
+        let u = self.mtp_states(hidden, ids, Some(cache))?;
         let last = u.narrow(1, t - 1, 1);
         let v = self.config.vocab_size;
         let logits = rows_to_host(self.lm_logits(last.clone()).reshape([1, v]))?;
