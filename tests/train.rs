@@ -636,6 +636,19 @@ fn a_shared_prefix_run_once_gives_the_loss_and_gradients_of_whole_rows() {
         if mtp_weight > 0.0 {
             let (mw, ms) = (pw.mtp_sum, ps.mtp_sum);
             assert!(mw > 1.0 && (mw - ms).abs() / mw < 1e-5, "MTP {mw} vs {ms}");
+            // The head's loss over every slot of the whole rows, masked: slot i predicts token i+2.
+            let t = whole.ids.dims()[1];
+            let hidden = model.forward(whole.ids.clone()).hidden;
+            let logits = model.mtp_logits(hidden, whole.ids.clone()).unwrap();
+            let reference = values(masked_token_loss(
+                logits.narrow(1, 0, t - 2),
+                whole.targets.clone().narrow(1, 1, t - 2),
+                whole.mask.clone().narrow(1, 1, t - 2),
+            ))[0] as f64;
+            assert!(
+                (mw - reference).abs() / mw < 1e-5,
+                "MTP {mw} vs {reference}"
+            );
         }
         gw.accumulate::<B, _>(&model, &lw.backward());
         let (nw, ns) = (gw.norm(), gs.norm());

@@ -30,6 +30,7 @@ use super::metrics;
 use super::optim::{AdamW, AdamWConfig, GradBuffer, LrSchedulerType};
 use super::view::{SegmentKind, TrainingView};
 use crate::model::cpu::spin_team;
+use crate::model::host::{floats, ints};
 use crate::model::train_ops::autodiff::is_cpu_autodiff;
 use crate::model::{Cache, CausalLm};
 
@@ -126,22 +127,30 @@ pub fn trained_token_loss<B: Backend>(
     if batch.trained_positions.dims()[0] == 0 {
         return Tensor::zeros([1], &hidden.device());
     }
-    weighted_nll(trained_logits(model, hidden, batch), batch)
+    weighted_nll(
+        trained_logits(model, hidden, batch),
+        batch.trained_targets.clone(),
+        batch.trained_weights.clone(),
+    )
 }
 
 /// `-Σ log p(target) × weight` over the trained positions, from their logits `[K, V]`.
-fn weighted_nll<B: Backend>(logits: Tensor<B, 2>, batch: &BatchTensors<B>) -> Tensor<B, 1> {
+fn weighted_nll<B: Backend>(
+    logits: Tensor<B, 2>,
+    targets: Tensor<B, 1, Int>,
+    weights: Tensor<B, 1>,
+) -> Tensor<B, 1> {
     let k = logits.dims()[0];
     if is_cpu_autodiff::<B>() {
-        let data = batch.trained_targets.to_data().convert::<i64>();
+        let data = targets.to_data().convert::<i64>();
         let targets = data.iter::<i64>().map(|t| t as usize).collect();
-        let weights = batch.trained_weights.to_data().iter::<f32>().collect();
+        let weights = weights.to_data().iter::<f32>().collect();
         return crate::model::train_ops::nll::weighted_nll(logits, targets, weights);
     }
     let lp = log_softmax(logits, 1)
-        .gather(1, batch.trained_targets.clone().reshape([k, 1]))
+        .gather(1, targets.reshape([k, 1]))
         .reshape([k]);
-    (lp * batch.trained_weights.clone()).sum().neg()
+    (lp * weights).sum().neg()
 }
 
 /// Loss parts of one micro-batch (plain numbers, for metrics).
@@ -175,46 +184,89 @@ pub fn micro_batch_loss<B: Backend>(
             total = total + aux.mul_scalar(aux_coef / micro_batches as f64);
         }
     }
-    if mtp_weight > 0.0 && batch.ids.dims()[1] >= 3 {
-        let (logits, targets, mask) = mtp_slots(model, batch, states)?;
-        let mtp = masked_token_loss(logits, targets, mask);
-        parts.mtp_sum = mtp.clone().into_scalar().elem();
-        total = total + mtp.mul_scalar(mtp_weight / norm as f64);
+    if mtp_weight > 0.0 {
+        if let Some(mtp) = mtp_token_loss(model, batch, states)? {
+            parts.mtp_sum = mtp.clone().into_scalar().elem();
+            total = total + mtp.mul_scalar(mtp_weight / norm as f64);
+        }
     }
     Ok((total, parts))
 }
 
-/// The MTP logits of a batch with the targets and mask they are scored against. MTP slot i pairs the
-/// state at position i with token i+1 and predicts token i+2. Whole rows: slots 0..T-2 against
-/// targets 1... After a shared prefix of P tokens the head's attention needs the prefix's slots too:
-/// slots 0..P-2 run once into the head's own cache (they predict prefix tokens, never trained), and
-/// each row continues from a copy of it with slot P-1 (the prefix's last state, the row's first token)
-/// and its own states, so every target of the row is scored, as in a whole-row pass.
-fn mtp_slots<B: Backend>(
+/// The MTP head's `-Σ log p(target) × weight` over the batch's trained tokens (`None` when no trained
+/// token has a state two positions before it). MTP slot i pairs the state at position i with token
+/// i+1 and predicts token i+2. Whole rows: slots 0..T-3. After a shared prefix of P tokens the head's
+/// attention needs the prefix's slots too: slots 0..P-2 run once into the head's own cache (they predict
+/// prefix tokens, never trained), and each row continues from a copy of it with slot P-1 (the prefix's
+/// last state, the row's first token) and its own states, so every target of the row is scored, as in a
+/// whole-row pass. As for the token loss, the LM head runs only at the trained slots.
+fn mtp_token_loss<B: Backend>(
     model: &CausalLm<B>,
     batch: &BatchTensors<B>,
     states: BatchStates<B>,
-) -> Result<(Tensor<B, 3>, Tensor<B, 2, Int>, Tensor<B, 2>)> {
+) -> Result<Option<Tensor<B, 1>>> {
     let [b, t] = batch.ids.dims();
-    let (Some(prefix), Some(prefix_hidden)) = (&batch.prefix, states.prefix_hidden) else {
-        let logits = model.mtp_logits(states.hidden, batch.ids.clone())?;
-        return Ok((
-            logits.narrow(1, 0, t - 2),
-            batch.targets.clone().narrow(1, 1, t - 2),
-            batch.mask.clone().narrow(1, 1, t - 2),
-        ));
+    // `u`'s slot s of a row predicts the row's token `first + s + 1`, the target at position
+    // `first + s` of `batch.targets`.
+    let (u, first) = match (&batch.prefix, states.prefix_hidden) {
+        (Some(prefix), Some(prefix_hidden)) => {
+            let p = prefix.dims()[1];
+            let mut head = Cache::new(1);
+            if p >= 2 {
+                let ids = prefix.clone().narrow(1, 1, p - 1);
+                model.mtp_states(
+                    prefix_hidden.clone().narrow(1, 0, p - 1),
+                    ids,
+                    Some(&mut head),
+                )?;
+            }
+            let mut rows = head.repeat_rows(b);
+            let before_first = prefix_hidden.narrow(1, p - 1, 1).repeat_dim(0, b);
+            let hidden = Tensor::cat(vec![before_first, states.hidden.narrow(1, 0, t - 2)], 1);
+            let ids = batch.ids.clone().narrow(1, 0, t - 1);
+            (model.mtp_states(hidden, ids, Some(&mut rows))?, 0)
+        }
+        _ if t >= 3 => {
+            let ids = batch.ids.clone().narrow(1, 1, t - 2);
+            (
+                model.mtp_states(states.hidden.narrow(1, 0, t - 2), ids, None)?,
+                1,
+            )
+        }
+        _ => return Ok(None),
     };
-    let p = prefix.dims()[1];
-    let mut head = Cache::new(1);
-    if p >= 2 {
-        let ids = prefix.clone().narrow(1, 1, p - 1);
-        model.mtp_states(prefix_hidden.clone().narrow(1, 0, p - 1), ids, Some(&mut head))?;
+    let [_, w, h] = u.dims();
+    // The trained positions (flat in `[B, T]`) that have a slot, as flat indices into `u`'s `[B, w]`.
+    let positions = batch.trained_positions.to_data().convert::<i64>();
+    let targets = batch.trained_targets.to_data().convert::<i64>();
+    let weights = batch.trained_weights.to_data().convert::<f32>();
+    let (mut slots, mut picked_targets, mut picked_weights) = (Vec::new(), Vec::new(), Vec::new());
+    for ((pos, target), weight) in positions
+        .iter::<i64>()
+        .zip(targets.iter::<i64>())
+        .zip(weights.iter::<f32>())
+    {
+        let (row, col) = (pos as usize / t, pos as usize % t);
+        if col >= first {
+            slots.push((row * w + col - first) as i64);
+            picked_targets.push(target);
+            picked_weights.push(weight);
+        }
     }
-    let mut rows = head.repeat_rows(b);
-    let before_first = prefix_hidden.narrow(1, p - 1, 1).repeat_dim(0, b);
-    let hidden = Tensor::cat(vec![before_first, states.hidden.narrow(1, 0, t - 2)], 1);
-    let u = model.mtp_states(hidden, batch.ids.clone().narrow(1, 0, t - 1), Some(&mut rows))?;
-    Ok((model.lm_logits(u), batch.targets.clone(), batch.mask.clone()))
+    let k = slots.len();
+    if k == 0 {
+        return Ok(None);
+    }
+    let device = u.device();
+    let picked = u.reshape([b * w, h]).select(0, ints(slots, [k], &device));
+    let logits = model
+        .lm_logits(picked.reshape([1, k, h]))
+        .reshape([k, model.config.vocab_size]);
+    Ok(Some(weighted_nll(
+        logits,
+        ints(picked_targets, [k], &device),
+        floats(picked_weights, [k], &device),
+    )))
 }
 
 /// What one forward pass over a micro-batch leaves: the rows' final hidden states `[B, T, H]`, the

@@ -6,13 +6,16 @@
 #   DF4 DF's rows from T1's model (the order tested on a model that copies)
 #   SN  four tools whose names are always the same four words, dealt at random: select by description only
 #   T4  four tools, no listing (the seventeenth session's rows), from T1's model: select, then copy
+#   SNQ SN with each description quoting the question it serves (as the sample harness's do)
 # Same init (make reproduce's copy stage) and recipe as docs/runs/coined-names-2026-12-04/name-copy/run.sh.
 # Commands run (writes under /work/exp):
 #   ARMS="DF:description-first:4" bash run.sh
 #   ARMS="T1:none:1" STEPS=600 SAVE=150 bash run.sh, then CONTINUE="T1 900 2" bash run.sh
 #   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="T4:none:4" STEPS=600 SAVE=200 bash run.sh, then CONTINUE="T4 900 2" bash run.sh
 #   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="DF4:description-first:4" STEPS=900 SAVE=300 bash run.sh
-#   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="SN:none:4:shuffled-names" STEPS=900 SAVE=300 bash run.sh
+#   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="SN:none:4:shuffled-names" STEPS=900 SAVE=300 bash run.sh,
+#     then (twenty-first session) CONTINUE="SN 3000 2" bash run.sh; by_function.py splits its probes
+#   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="SNQ:none:4:shuffled-names+quoted-questions" STEPS=2400 SAVE=600 bash run.sh
 # where CONTINUE="ARM STEPS SEED" trains from the arm's last checkpoint with another seed (fresh
 # data order) into $N/more and probes every 300 steps.
 set -eo pipefail

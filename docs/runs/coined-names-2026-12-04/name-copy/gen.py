@@ -13,15 +13,21 @@ assert LISTING in (None, "name-first", "description-first")
 # optional 5th argument: how many of the four tools a row lists (the asked one always among them); 1
 # separates copying a listed name from selecting it
 TOOLS = int(sys.argv[5]) if len(sys.argv) > 5 else 4
-# optional 6th argument `shuffled-names`: every row's four names are the same four words, dealt to the
-# functions at random, so only the description tells which is which (selection without an unseen name)
-SHUFFLED_NAMES = sys.argv[6:] == ["shuffled-names"]
+# optional 6th argument, words joined by "+": `shuffled-names`: every row's four names are the same four
+# words, dealt to the functions at random, so only the description tells which is which (selection without
+# an unseen name); `quoted-questions`: each description ends by quoting the viewer question it serves, as
+# the sample harness's descriptions do ("观众问“几天到”…时调用"), so the question matches it word for word
+EXTRA = {w for a in sys.argv[6:] for w in a.split("+")}
+assert EXTRA <= {"shuffled-names", "quoted-questions"}, EXTRA
+SHUFFLED_NAMES = "shuffled-names" in EXTRA
 rng = random.Random(seed)
 CONS = "bdfgklmnprstvz"; VOW = "aeiou"
 # held-out rows use syllables starting with consonants the train rows never use first
 FIRST = {"train": "bdfgklmn", "eval": "prstvz"}[split]
 FUNCS = [("商品详情 product detail: price, specs", "这个多少钱"), ("库存 stock: is it in stock", "有货吗"),
          ("优惠 promotions: coupons and deals", "有优惠吗"), ("物流 shipping: delivery time", "几天能到")]
+if "quoted-questions" in EXTRA:
+    FUNCS = [(d + f" 观众问“{q}”时调用", q) for d, q in FUNCS]
 def coin():
     return rng.choice(FIRST) + rng.choice(VOW) + "".join(rng.choice(CONS) + rng.choice(VOW) for _ in range(rng.randint(1, 2)))
 for i in range(n):
