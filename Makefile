@@ -106,6 +106,10 @@ DISTILL_LR_SCHEDULER ?= constant_with_warmup
 # once, then the viewers' episodes (~340 tokens each) or opening turns (~100 each).
 DISTILL_BATCH_TOKENS ?= 8192
 DISTILL_ACCUM ?= 2
+# The weight of the MTP head's loss in the SFT stages (teacher-distill train --mtp-loss-weight), so the
+# model they train can draft for `serve --mtp`. Off: at 0.3 the token loss of the HSA stage ends ~1 %
+# higher (docs/serving-performance.md, "MTP at concurrency 1"), and make reproduce's figures are without it.
+SFT_MTP_LOSS_WEIGHT ?= 0
 TD := $(BIN)/teacher-distill
 CATALOG := --products $(DISTILL_PRODUCTS)
 # One recipe for the embedded default, both arms of `make compare` and `make curriculum` (RECORDS and
@@ -117,7 +121,7 @@ PROBE_RECORDS = $(DISTILL)
 SFT_ARGS = --dev-records $(PROBE_RECORDS)/teacher.primary.jsonl --tokenizer $(DISTILL)/tokenizer \
 	--max-steps $(DISTILL_STEPS) --learning-rate $(DISTILL_LR) --lr-scheduler-type $(DISTILL_LR_SCHEDULER) --batch-tokens $(DISTILL_BATCH_TOKENS) \
 	--gradient-accumulation-steps $(DISTILL_ACCUM) --eval-steps 100 --save-steps 100 --seed $(SEED) \
-	--model-init $(SFT_INIT)
+	--mtp-loss-weight $(SFT_MTP_LOSS_WEIGHT) --model-init $(SFT_INIT)
 newest = $$(ls -d $(1)/checkpoint-* | tail -1)
 
 distill: build distill-data distill-base
@@ -355,7 +359,7 @@ R_REPLAY_PROMPTS ?= 110
 R_STAGES := base fixed hsa opd rl
 R_CKPT = $$(ls -d $(REPRO)/$(1)/checkpoint-* | tail -1)
 R_TRAIN = $(TD) train --tokenizer $(R_DATA)/tokenizer --learning-rate $(DISTILL_LR) --lr-scheduler-type $(DISTILL_LR_SCHEDULER) --batch-tokens $(DISTILL_BATCH_TOKENS) \
-	--gradient-accumulation-steps $(DISTILL_ACCUM) --seed $(SEED) --eval-steps 0 --overwrite-output-dir
+	--gradient-accumulation-steps $(DISTILL_ACCUM) --seed $(SEED) --eval-steps 0 --overwrite-output-dir --mtp-loss-weight $(SFT_MTP_LOSS_WEIGHT)
 R_STAGE_TRAIN = $(STAGE_TRAIN) --tokenizer $(R_DATA)/tokenizer
 # Every stage's recipe starts with $(r-start) and ends with $(r-end STAGE): seconds into times.tsv.
 r-start = @mkdir -p $(REPRO) && date +%s > $@.start

@@ -1,7 +1,7 @@
 #!/bin/bash
 # serve with and without --mtp on one checkpoint, alternating, each a fresh release `serve` at
 # concurrency 1 (the only case that speculates): replay-bench's default set, greedy, 64 tokens.
-#   bash bench.sh CHECKPOINT OUTDIR [ROUNDS]
+#   [K=drafts] bash bench.sh CHECKPOINT OUTDIR [ROUNDS]
 set -euo pipefail
 ckpt=$1 out=$2 rounds=${3:-2}
 cd /work/main
@@ -9,7 +9,7 @@ mkdir -p "$out"
 for round in $(seq 1 "$rounds"); do
   for mode in plain mtp; do
     port=$((18000 + RANDOM % 1000))
-    flags=(); [ $mode = mtp ] && flags=(--mtp --mtp-draft-tokens 2)
+    flags=(); [ $mode = mtp ] && flags=(--mtp --mtp-draft-tokens ${K:-2})
     target/release/serve --model "$ckpt" --port $port "${flags[@]}" > "$out/serve.$mode.$round.log" 2>&1 &
     pid=$!
     until curl -sf http://127.0.0.1:$port/v1/models > /dev/null; do sleep 0.5; done
