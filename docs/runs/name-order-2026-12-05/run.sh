@@ -15,7 +15,8 @@
 #   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="DF4:description-first:4" STEPS=900 SAVE=300 bash run.sh
 #   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="SN:none:4:shuffled-names" STEPS=900 SAVE=300 bash run.sh,
 #     then (twenty-first session) CONTINUE="SN 3000 2" bash run.sh; by_function.py splits its probes
-#   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="SNQ:none:4:shuffled-names+quoted-questions" STEPS=2400 SAVE=600 bash run.sh
+#   INIT=/work/exp/T1/more/checkpoint-000900 ARMS="SNQ:none:4:shuffled-names+quoted-questions" STEPS=2400 SAVE=600 bash run.sh,
+#     then CONTINUE="SNQ 3000 2" bash run.sh
 # where CONTINUE="ARM STEPS SEED" trains from the arm's last checkpoint with another seed (fresh
 # data order) into $N/more and probes every 300 steps.
 set -eo pipefail
