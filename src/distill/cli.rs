@@ -262,7 +262,9 @@ pub struct TrainArgs {
     /// Router load-balancing loss weight (default: the model config's router_aux_loss_coef).
     #[arg(long)]
     pub router_aux_loss_coef: Option<f64>,
-    /// Weight of the MTP head's loss (0 = off).
+    /// Weight of the MTP head's loss (0 = off): trains the head that `serve --mtp` drafts with, to
+    /// predict the token after next at every trained position. 0.3 cost the embedded default ~1 % of
+    /// token loss and nothing in solved tasks (docs/serving-performance.md).
     #[arg(long, default_value_t = 0.0)]
     pub mtp_loss_weight: f64,
     /// Loss weight of the tool-calling assistant turns relative to text replies (1 = plain SFT). Which
