@@ -318,14 +318,11 @@ impl<B: Backend> CausalLm<B> {
         let rope = self.rope(&starts, t, &hidden.device());
         let embeds = self.embed_tokens.forward(next);
         // All Qwen3.5 checkpoints have one MTP layer; every slot and draft step uses layer 0.
-        let (u, _) = match cache {
-            Some(c) => {
-                c.seq_len += t;
-                mtp.forward(embeds, hidden, &rope, 0, Some(&mut c.layers[0]))
-            }
-            None => mtp.forward(embeds, hidden, &rope, 0, None),
-        };
-        Ok(u)
+        let layer = cache.map(|c| {
+            c.seq_len += t;
+            &mut c.layers[0]
+        });
+        Ok(mtp.forward(embeds, hidden, &rope, 0, layer).0)
     }
 
     /// Greedy decoding with the cache: prefill `prompt`, then up to `max_new` tokens, stopping
