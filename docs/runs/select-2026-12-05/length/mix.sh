@@ -1,7 +1,7 @@
 #!/bin/bash
 # The first step of a length curriculum: the SNQ model trained 600 steps on its own rows, each padded at
-# random with pad0/pad1/pad2's text (train.mix.jsonl: /work/exp/SNQ/train.jsonl, seed 5 for the pad choice,
-# written by the snippet in docs/learning-default.md's twenty-second section), then probed on the three
+# random with pad0/pad1/pad2's text (`python3 mix_rows.py /work/exp/len /work/exp/SNQ/train.jsonl >
+# /work/exp/len/train.mix.jsonl`, after pad.py wrote the padded sets there), then probed on the three
 # padded held-out sets (split.py; mix.txt).
 set -eo pipefail
 cd /work/main
