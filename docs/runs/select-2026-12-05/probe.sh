@@ -1,9 +1,10 @@
 #!/bin/bash
 # probe.sh NAME CKPT: free-running openings on 100 held-out-variant records (eval pool) and 100 all-renamed
-# train-pool records; names.py classifies each name said
+# train-pool records (TRAINPOOL=trainpool100.c1.jsonl for the every-name-coined arm); names.py (beside
+# this script) classifies each name said
 set -eo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
 cd /work/main
-TD=target/release/teacher-distill; S=/work/exp/sel
-$TD probe --model $1=$2 --records heldout=$S/heldout100.jsonl --records trainpool=$S/${TRAINPOOL:-trainpool100.jsonl} \
-  --free-running --summary $S/$1.free.json > $S/$1.free.md
-python3 $S/names.py $S/$1.free.json heldout=$S/heldout100.jsonl trainpool=$S/${TRAINPOOL:-trainpool100.jsonl} | tee $S/$1.names.txt
+TD=target/release/teacher-distill; S=/work/exp/sel; SETS="heldout=$S/heldout100.jsonl trainpool=$S/${TRAINPOOL:-trainpool100.jsonl}"
+$TD probe --model $1=$2 $(printf -- '--records %s ' $SETS) --free-running --summary $S/$1.free.json > $S/$1.free.md
+python3 $HERE/names.py $S/$1.free.json $SETS | tee $S/$1.names.txt
