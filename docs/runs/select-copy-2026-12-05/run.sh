@@ -1,0 +1,35 @@
+#!/bin/bash
+# Select and copy together (docs/learning-default.md, twenty-third session): from the padded SNQ model
+# (docs/runs/select-2026-12-05/length/mix.sh's 600-step checkpoint, which selects among four known names
+# but copies no unseen one), train on mix.py's rows — T1 (copy a coined name), SNQ (select among known
+# names), SNQc (select among coined names) in equal shares, padded at random to the real prompt's length —
+# and probe every SAVE steps, free-running, on SNQc's held-out and training-syllable rows as they are and
+# with pad2's text (3,392 characters) before them; selection.py sorts each name said.
+#   bash run.sh            (writes under /work/exp/SC)
+#   INIT=/work/exp/SC/run/checkpoint-002400 OUT=more SEED=8 bash run.sh   (2,400 more steps, a fresh data order)
+set -eo pipefail
+cd /work/main
+H=docs/runs/select-copy-2026-12-05; S=/work/exp/SC; TD=target/release/teacher-distill
+STEPS=${STEPS:-2400}; SAVE=${SAVE:-600}; INIT=${INIT:-/work/exp/len/run/checkpoint-000600}; OUT=${OUT:-run}; SEED=${SEED:-7}
+mkdir -p $S/short $S/long
+python3 $H/mix.py /work/exp/len /work/exp/T1/train.jsonl /work/exp/SNQ/train.jsonl /work/exp/SNQc/train.jsonl > $S/train.jsonl
+cp /work/exp/SNQc/eval.jsonl /work/exp/SNQc/dev.jsonl $S/short/
+for f in eval dev; do python3 - /work/exp/len $S/short/$f.jsonl > $S/long/$f.jsonl <<'PY'
+import json, sys
+short = json.loads(open(f"{sys.argv[1]}/pad0.jsonl").readline())["messages"][0]["content"]
+pad2 = json.loads(open(f"{sys.argv[1]}/pad2.jsonl").readline())["messages"][0]["content"][:-len(short)]
+for line in open(sys.argv[2]):
+    r = json.loads(line); r["messages"][0]["content"] = pad2 + r["messages"][0]["content"]
+    print(json.dumps(r, ensure_ascii=False))
+PY
+done
+$TD train --learning-rate 1e-3 --lr-scheduler-type constant_with_warmup --warmup-steps 20 --seed $SEED --eval-steps 0 --overwrite-output-dir \
+  --batch-tokens 4096 --tokenizer out/exp-g128/data/tokenizer --model-init $INIT --records $S/train.jsonl \
+  --max-steps $STEPS --save-steps $SAVE --out $S/$OUT > $S/$OUT.log 2>&1
+for k in $(seq $SAVE $SAVE $STEPS); do
+  for len in short long; do
+    $TD probe --model $OUT$k-$len=$S/$OUT/checkpoint-$(printf %06d $k) --records heldout=$S/$len/eval.jsonl \
+      --records train-syllables=$S/$len/dev.jsonl --free-running --max-tokens 40 --summary $S/$OUT.$len$k.json > /dev/null
+    python3 docs/runs/name-order-2026-12-05/selection.py $S/$OUT.$len$k.json $S/$len | tee -a $S/names.txt
+  done
+done
