@@ -18,7 +18,10 @@ TOOLS = int(sys.argv[5]) if len(sys.argv) > 5 else 4
 # an unseen name); `quoted-questions`: each description ends by quoting the viewer question it serves, as
 # the sample harness's descriptions do ("观众问“几天到”…时调用"), so the question matches it word for word
 EXTRA = {w for a in sys.argv[6:] for w in a.split("+")}
-assert EXTRA <= {"shuffled-names", "quoted-questions"}, EXTRA
+# `vocab-names` (docs/runs/select-copy-2026-12-05): each coined word is 1–3 pieces of the tokenizer's
+# vocabulary (letters only, 2+ characters), so a copy learnt on these rows covers the pieces any name is
+# made of, not one syllable generator's
+assert EXTRA <= {"shuffled-names", "quoted-questions", "vocab-names"}, EXTRA
 SHUFFLED_NAMES = "shuffled-names" in EXTRA
 rng = random.Random(seed)
 CONS = "bdfgklmnprstvz"; VOW = "aeiou"
@@ -28,7 +31,11 @@ FUNCS = [("商品详情 product detail: price, specs", "这个多少钱"), ("库
          ("优惠 promotions: coupons and deals", "有优惠吗"), ("物流 shipping: delivery time", "几天能到")]
 if "quoted-questions" in EXTRA:
     FUNCS = [(d + f" 观众问“{q}”时调用", q) for d, q in FUNCS]
+PIECES = sorted(k for k in json.load(open("out/exp-g128/data/tokenizer/tokenizer.json"))["model"]["vocab"]
+                if k.isascii() and k.isalpha() and len(k) >= 2) if "vocab-names" in EXTRA else None
 def coin():
+    if PIECES:
+        return "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 3)))
     return rng.choice(FIRST) + rng.choice(VOW) + "".join(rng.choice(CONS) + rng.choice(VOW) for _ in range(rng.randint(1, 2)))
 for i in range(n):
     names = []
