@@ -8,7 +8,10 @@
 #   bash run.sh            (writes under /work/exp/SC)
 #   INIT=/work/exp/SC/run/checkpoint-002400 OUT=more SEED=8 bash run.sh   (2,400 more steps, a fresh data order)
 #   INIT=/work/exp/SC/more/checkpoint-002400 OUT=sel SEED=10 STEPS=3000 MIX="SNQc SNQcv SNQc SNQcv SNQ T1" bash run.sh
-#     (selection-heavy: two thirds of the rows SNQc-shaped, half of those with gen.py's vocab-names)
+#     (selection-heavy: three fifths of the rows SNQc-shaped, a third of those with gen.py's vocab-names)
+#   python3 widen.py /work/exp/SC/sel/checkpoint-003000 /work/exp/W/init 128 1, then
+#   INIT=/work/exp/W/init OUT=wide SEED=11 STEPS=1500 SAVE=750 MIX="SNQc SNQcv SNQc SNQcv SNQ T1" bash run.sh
+#     (the same model widened to hidden_size 128, computing exactly what it did: the width test)
 # MIX names the row sets, each 20,000 rows from /work/exp/NAME/train.jsonl (SNQcv: made here, 10,000);
 # the probes also run on `vocab`: 200 SNQcv-shaped rows (gen.py seed 23; dev seed 24).
 set -eo pipefail
