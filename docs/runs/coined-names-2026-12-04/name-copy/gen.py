@@ -21,7 +21,10 @@ EXTRA = {w for a in sys.argv[6:] for w in a.split("+")}
 # `vocab-names` (docs/runs/select-copy-2026-12-05): each coined word is 1–3 pieces of the tokenizer's
 # vocabulary (letters only, 2+ characters), so a copy learnt on these rows covers the pieces any name is
 # made of, not one syllable generator's
-assert EXTRA <= {"shuffled-names", "quoted-questions", "vocab-names"}, EXTRA
+# `drifted-names` (the same): shuffled-names' four words with each syllable replaced, with a probability
+# drawn per row from 0, 1/4, 1/2, 3/4, 1, by a new one, so the rows run from the known names to new ones
+# (the row id ends in -q and that probability)
+assert EXTRA <= {"shuffled-names", "quoted-questions", "vocab-names", "drifted-names"}, EXTRA
 SHUFFLED_NAMES = "shuffled-names" in EXTRA
 rng = random.Random(seed)
 CONS = "bdfgklmnprstvz"; VOW = "aeiou"
@@ -42,8 +45,18 @@ for i in range(n):
     while len(names) < 4:
         w = coin() + "_" + coin()
         if w not in names: names.append(w)
-    if SHUFFLED_NAMES:
+    if SHUFFLED_NAMES or "drifted-names" in EXTRA:
         names = ["bako_dimu", "fela_gino", "kemi_lodo", "mabe_nifa"]; rng.shuffle(names)
+    drift = None
+    if "drifted-names" in EXTRA:
+        drift = rng.choice([0, 0.25, 0.5, 0.75, 1])
+        def drifted(word):
+            return "_".join("".join(rng.choice(FIRST) + rng.choice(VOW) if rng.random() < drift else half[j:j + 2]
+                                    for j in range(0, len(half), 2)) for half in word.split("_"))
+        while True:
+            new = [drifted(w) for w in names]
+            if len(set(new)) == 4:
+                names = new; break
     order = list(range(4)); rng.shuffle(order)
     pid = "p%03d" % rng.randrange(1000)
     ask = rng.randrange(4)
@@ -57,7 +70,7 @@ for i in range(n):
     if LISTING:
         pairs = [(names[j], FUNCS[j][0]) for j in order]
         system += "\n# 工具 Tools\n" + "\n".join(f"- {a}: {b}" if LISTING == "name-first" else f"- {b}: {a}" for a, b in pairs)
-    print(json.dumps({"id": f"name-{split}-{i:06d}",
+    print(json.dumps({"id": f"name-{split}-{i:06d}" + (f"-q{drift}" if drift is not None else ""),
         "task": {"intent": "product_qa", "expected": {"tool_calls": [{"tool": names[ask], "args": {"product_id": pid}}]}},
         "tools": tools,
         "messages": [{"role": "system", "content": system},
