@@ -2,16 +2,16 @@
 """Paired comparison of two free-running probes on the same rows (run.sh's summaries): per set, how many
 rows only A / only B said the asked name, and said any listed name, with the exact two-sided sign-test p.
     pair.py A.json B.json ROWS_DIR"""
-import json, math, re, sys
+import json, math, sys
+from said import ROW_FILES, name_said, records, sort_name
 
 def said(summary, rows_dir):
     out = {}
     for s in json.load(open(summary)):
-        recs = {r["id"]: r for r in map(json.loads, open(f"{rows_dir}/{ {'heldout': 'eval', 'train-syllables': 'dev'}[s['set']] }.jsonl"))}
+        recs = records(f"{rows_dir}/{ROW_FILES[s['set']]}")
         for d in s["probe"]["free"]["decisions"]:
-            r = recs[d["id"]]; m = re.search(r'"name": "([^"]*)"', d["said"]); name = m and m.group(1)
-            listed = [t["function"]["name"] for t in r["tools"]]
-            out[(s["set"], d["id"])] = (name == r["messages"][-1]["tool_calls"][0]["function"]["name"], name in listed)
+            kind = sort_name(recs[d["id"]], name_said(d))
+            out[(s["set"], d["id"])] = (kind == "asked", kind != "listed nowhere")
     return out
 
 def sign_p(a, b):

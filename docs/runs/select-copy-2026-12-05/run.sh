@@ -25,15 +25,7 @@ python3 $G 200 23 train none 4 quoted-questions+vocab-names > $S/vocab/eval.json
 python3 $G 200 24 train none 4 quoted-questions+vocab-names > $S/vocab/dev.jsonl
 python3 $H/mix.py /work/exp/len $(for m in ${MIX:-T1 SNQ SNQc}; do echo /work/exp/$m/train.jsonl; done) > $S/$OUT.train.jsonl
 cp /work/exp/SNQc/eval.jsonl /work/exp/SNQc/dev.jsonl $S/short/
-for f in eval dev; do python3 - /work/exp/len $S/short/$f.jsonl > $S/long/$f.jsonl <<'PY'
-import json, sys
-short = json.loads(open(f"{sys.argv[1]}/pad0.jsonl").readline())["messages"][0]["content"]
-pad2 = json.loads(open(f"{sys.argv[1]}/pad2.jsonl").readline())["messages"][0]["content"][:-len(short)]
-for line in open(sys.argv[2]):
-    r = json.loads(line); r["messages"][0]["content"] = pad2 + r["messages"][0]["content"]
-    print(json.dumps(r, ensure_ascii=False))
-PY
-done
+for f in eval dev; do python3 $H/mix.py --pad pad2 /work/exp/len $S/short/$f.jsonl > $S/long/$f.jsonl; done
 $TD train --learning-rate 1e-3 --lr-scheduler-type constant_with_warmup --warmup-steps 20 --seed $SEED --eval-steps 0 --overwrite-output-dir \
   --batch-tokens 4096 --tokenizer out/exp-g128/data/tokenizer --model-init $INIT --records $S/$OUT.train.jsonl \
   --max-steps $STEPS --save-steps $SAVE --out $S/$OUT > $S/$OUT.log 2>&1
