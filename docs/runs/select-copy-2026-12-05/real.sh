@@ -7,6 +7,8 @@
 # the steps each. Probed free-running with docs/runs/select-2026-12-05/probe.sh (names right, another
 # listed, listed nowhere; held-out variants and all-renamed train-pool variants).
 #   INIT=/work/exp/SC/more/checkpoint-002400 bash real.sh      (writes under /work/exp/R)
+#   INIT=/work/exp/AN/more/checkpoint-001500 SYN=/work/exp/AN/mix.jsonl NSYN=10000 OUT=an bash real.sh
+#     (the annealed model, with 10,000 of anneal.sh's rows in place of run.sh's 5,000)
 set -eo pipefail
 cd /work/main
 H=docs/runs/select-copy-2026-12-05; G=docs/runs/coined-names-2026-12-04/name-copy/gen.py; R=/work/exp/R
@@ -15,7 +17,7 @@ mkdir -p $R
 python3 $G 5000 21 train none 1 vocab-names > $R/t1v.jsonl
 python3 $G 5000 22 train none 4 quoted-questions+vocab-names > $R/snqcv.jsonl
 python3 $H/mix.py /work/exp/len $R/t1v.jsonl $R/snqcv.jsonl > $R/synth.jsonl
-head -5000 /work/exp/SC/train.jsonl | cat - $R/synth.jsonl /work/exp/sel/select.c1.jsonl > $R/train.jsonl
+head -${NSYN:-5000} ${SYN:-/work/exp/SC/train.jsonl} | cat - $R/synth.jsonl /work/exp/sel/select.c1.jsonl > $R/train.jsonl
 $TD train --learning-rate 1e-3 --lr-scheduler-type constant_with_warmup --warmup-steps 20 --seed ${SEED:-9} --eval-steps 0 \
   --overwrite-output-dir --batch-tokens 8192 --tokenizer out/exp-g128/data/tokenizer --model-init $INIT --records $R/train.jsonl \
   --max-steps $STEPS --save-steps $SAVE --out $R/$OUT > $R/$OUT.log 2>&1
