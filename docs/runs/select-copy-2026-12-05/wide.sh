@@ -12,9 +12,7 @@ cd /work/main
 B=target/release; W=/work/exp/sel/wide; H=harness-samples/taolive; SEL=docs/runs/select-2026-12-05
 SETS="heldout=$W/heldout.jsonl trainpool=$W/trainpool.jsonl"
 if [ "$1" = probe ]; then
-  $B/teacher-distill probe --model $2=$3 $(printf -- '--records %s ' $SETS) --free-running --summary $W/$2.free.json > $W/$2.free.md
-  python3 $SEL/names.py $W/$2.free.json $SETS | tee $W/$2.names.txt
-  exit
+  DIR=$W SETS="$SETS" exec bash $SEL/probe.sh $2 $3
 fi
 mkdir -p $W
 $B/hat sim tasks --harness $H --n 200 --split dev --phrasings train --viewers-per-room 1 --seed 31 --products 600 -o $W/tasks.jsonl
