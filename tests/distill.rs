@@ -96,25 +96,28 @@ fn keep_probability_is_seeded_and_thresholds_drop_with_reasons() {
     assert_eq!(s.kept, 0);
 }
 
-/// The teacher noise model end to end: the oracle errs on first attempts, every hook of the sample
-/// harness fires and sends it back, and in each retry trajectory kept in full exactly the rejected
-/// assistant messages carry `"weight": 0` (no loss) while the accepted ones are trained.
-#[test]
-fn a_noisy_teacher_fires_every_hook_and_its_rejected_attempts_take_no_loss() {
+/// `teacher-distill collect` on `n_tasks` train tasks under the original taolive harness (with
+/// probability `original_share`) and `n_variants` train-pool variants, the oracle erring at `noise`,
+/// every retry trajectory kept in full: the kept records and the summary.
+fn noisy_collect(
+    noise: hat::policy::noise::NoiseRates,
+    n_tasks: usize,
+    n_variants: usize,
+    original_share: f64,
+) -> (Vec<Trajectory>, Summary) {
     use hat::agent::SimEnv;
     use hat::distill::collect::{collect, settings};
     use hat::harness::Harness;
     use hat::hsa::solvable::needed_skills;
     use hat::hsa::{Config, Pool, Selection, Spec};
     use hat::judge::verifiable::TokenCounter;
-    use hat::policy::noise::{is_call_rejection, NoiseRates};
-    use hat::record::{Message, Names};
+    use hat::record::Names;
     use hat::sim::catalog::{Catalog, Split};
     use hat::sim::faults::FaultPlan;
     use hat::sim::tasks::{generate, TaskConfig};
 
     let catalog = Catalog::generate(1, 60);
-    let tasks = generate(&catalog, &TaskConfig::new(Split::Train, 5), 300).unwrap();
+    let tasks = generate(&catalog, &TaskConfig::new(Split::Train, 5), n_tasks).unwrap();
     let base = Harness::load(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("harness-samples/taolive"),
     )
@@ -126,16 +129,8 @@ fn a_noisy_teacher_fires_every_hook_and_its_rejected_attempts_take_no_loss() {
         keep_skills: needed_skills(&tasks, &Names::default()),
         paraphraser: Default::default(),
     };
-    let noise = NoiseRates {
-        long_reply: 0.1,
-        forbidden_term: 0.1,
-        ungrounded_price: 0.1,
-        over_quantity: 0.5,
-        malformed_args: 0.15,
-        wrong_tool: 0.1,
-    };
     let dir = tempfile::tempdir().unwrap();
-    let settings = settings(&base, &spec, 2, 3, dir.path(), &|| None, noise).unwrap();
+    let settings = settings(&base, &spec, n_variants, 3, dir.path(), &|| None, noise).unwrap();
     let plan = FaultPlan::default();
     let env = SimEnv {
         catalog: &catalog,
@@ -152,7 +147,7 @@ fn a_noisy_teacher_fires_every_hook_and_its_rejected_attempts_take_no_loss() {
         &settings,
         &env,
         &pool,
-        0.5,
+        original_share,
         &Filter {
             keep_retry_prob: 1.0,
             ..cfg(1.0)
@@ -161,6 +156,27 @@ fn a_noisy_teacher_fires_every_hook_and_its_rejected_attempts_take_no_loss() {
         &mut summary,
         &mut |id, e| panic!("{id}: {e:#}"),
     );
+    (kept, summary)
+}
+
+/// The teacher noise model end to end: the oracle errs on first attempts, every hook of the sample
+/// harness fires and sends it back, and in each retry trajectory kept in full exactly the rejected
+/// assistant messages carry `"weight": 0` (no loss) while the accepted ones are trained.
+#[test]
+fn a_noisy_teacher_fires_every_hook_and_its_rejected_attempts_take_no_loss() {
+    use hat::policy::noise::{is_call_rejection, NoiseRates};
+    use hat::record::Message;
+
+    let noise = NoiseRates {
+        long_reply: 0.1,
+        forbidden_term: 0.1,
+        ungrounded_price: 0.1,
+        over_quantity: 0.5,
+        malformed_args: 0.15,
+        wrong_tool: 0.1,
+        ..NoiseRates::NONE
+    };
+    let (kept, summary) = noisy_collect(noise, 300, 2, 0.5);
     for hook in [
         "reply_length",
         "banned_terms",
@@ -207,4 +223,62 @@ fn a_noisy_teacher_fires_every_hook_and_its_rejected_attempts_take_no_loss() {
         checked += 1;
     }
     assert!(checked >= 10, "{checked} full retry trajectories");
+}
+
+/// `--noise-stale-loader`: under a variant that renamed the skill loader the teacher first calls it by
+/// the original harness's name; the runtime refuses it with the tools it has, and a trajectory kept in
+/// full trains the call under the variant's name and takes no loss on the stale one.
+#[test]
+fn a_stale_loader_name_is_refused_and_the_recovery_is_trained() {
+    use hat::policy::noise::NoiseRates;
+
+    let noise = NoiseRates {
+        stale_loader: 1.0,
+        ..NoiseRates::NONE
+    };
+    let (kept, _) = noisy_collect(noise, 200, 8, 0.0);
+    let (mut renamed, mut kept_name) = (0, 0);
+    for t in &kept {
+        let loader = t
+            .harness
+            .as_ref()
+            .and_then(|h| h.names.tools.get("load_skill").cloned());
+        let calls: Vec<(&str, bool)> = t
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .flat_map(|m| {
+                m.tool_calls
+                    .iter()
+                    .map(move |c| (c.function.name.as_str(), m.is_trained()))
+            })
+            .collect();
+        match loader {
+            Some(surface) if surface != "load_skill" => {
+                let Some(first) = calls.iter().position(|(n, _)| *n == "load_skill") else {
+                    continue; // no skill loaded in this episode
+                };
+                assert!(!calls[first].1, "{}: the stale call takes no loss", t.id);
+                // The rejected message may carry the first tool call too; the retry opens anew.
+                let retry = calls[first..].iter().find(|(_, trained)| *trained);
+                assert_eq!(retry, Some(&(surface.as_str(), true)), "{}", t.id);
+                let refusal = t
+                    .messages
+                    .iter()
+                    .find(|m| m.role == Role::Tool && m.text_content().contains("unknown_tool"))
+                    .unwrap_or_else(|| panic!("{}: no refusal", t.id));
+                assert!(refusal.text_content().contains(&surface), "{}", t.id);
+                renamed += 1;
+            }
+            // The loader kept its name: nothing stale to call.
+            _ => {
+                assert!(calls.iter().all(|(_, trained)| *trained), "{}", t.id);
+                kept_name += 1;
+            }
+        }
+    }
+    assert!(
+        renamed >= 10 && kept_name >= 10,
+        "{renamed} renamed, {kept_name} not"
+    );
 }

@@ -1228,6 +1228,7 @@ fn whole_stream_rewrites_leave_no_renamed_base_name_behind() {
         over_quantity: 0.5,
         malformed_args: 0.15,
         wrong_tool: 0.08,
+        ..NoiseRates::NONE
     };
     let agent = Agent::new(&base, Names::default()).unwrap();
     let teacher: Box<dyn Policy> = Box::new(Noisy::new(

@@ -433,6 +433,30 @@ fn text_form_tool_calls_are_parsed_or_fed_back() {
     assert_eq!(t.meta["stop_reason"], "reply");
 }
 
+/// A stale tool name gets one answer whether the policy wrote the call as text (a local model) or
+/// structured (a teacher): the runtime's `unknown_tool` result listing the harness's tools — so the
+/// recovery a teacher's trajectory teaches is what a trained model meets at inference.
+#[test]
+fn a_call_to_a_missing_tool_gets_the_same_answer_as_text_or_structured() {
+    let h = Harness::load(sample("taolive")).unwrap();
+    let as_text = episode(
+        &h,
+        vec![
+            reply("<tool_call>\n{\"name\": \"get_room_status\", \"arguments\": {}}\n</tool_call>"),
+            reply("好的"),
+        ],
+    );
+    let structured = episode(&h, vec![calls(&[("get_room_status", "{}")]), reply("好的")]);
+    let text_results = tool_results(&as_text);
+    assert_eq!(text_results, tool_results(&structured));
+    assert!(
+        text_results[0].contains("unknown_tool") && text_results[0].contains("get_room_state"),
+        "{}",
+        text_results[0]
+    );
+    assert_eq!(as_text.meta["malformed_calls"], 1);
+}
+
 #[test]
 fn stop_hooks_retry_with_feedback_then_accept_or_block() {
     let h = Harness::load(sample("taolive")).unwrap();

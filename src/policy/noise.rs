@@ -7,7 +7,9 @@
 //! error is injected: an over-long reply, a forbidden term, an ungrounded price (Stop hooks), an
 //! over-limit quantity (the purchase-limit hook), malformed arguments (the `tool_call_json` hook, or a
 //! text-form call the runtime cannot parse) or a wrong tool (a stale or near-miss name the runtime
-//! refuses). Once the harness has pushed back in the turn, the wrapped teacher answers as it would
+//! refuses). The skill loader, where a variant renamed it, is called by its old name at its own rate:
+//! it opens every skill-using episode, so a renamed loader is the change a model trained on one harness
+//! trips over first. Once the harness has pushed back in the turn, the wrapped teacher answers as it would
 //! have, which is the retry the harness asks for.
 
 use anyhow::Result;
@@ -41,6 +43,9 @@ pub struct NoiseRates {
     /// Chance a tool call names a tool the harness does not offer (a stale or near-miss name).
     #[arg(long = "noise-wrong-tool", default_value_t = 0.02)]
     pub wrong_tool: f64,
+    /// Chance the skill loader, where the harness renamed it, is called by the original harness's name.
+    #[arg(long = "noise-stale-loader", default_value_t = 0.0)]
+    pub stale_loader: f64,
 }
 
 impl NoiseRates {
@@ -51,10 +56,11 @@ impl NoiseRates {
         over_quantity: 0.0,
         malformed_args: 0.0,
         wrong_tool: 0.0,
+        stale_loader: 0.0,
     };
 
     /// The rates by name, for checks and reports.
-    pub fn named(&self) -> [(&'static str, f64); 6] {
+    pub fn named(&self) -> [(&'static str, f64); 7] {
         [
             ("long_reply", self.long_reply),
             ("forbidden_term", self.forbidden_term),
@@ -62,6 +68,7 @@ impl NoiseRates {
             ("over_quantity", self.over_quantity),
             ("malformed_args", self.malformed_args),
             ("wrong_tool", self.wrong_tool),
+            ("stale_loader", self.stale_loader),
         ]
     }
 
@@ -155,6 +162,9 @@ impl Noisy {
     }
 
     fn corrupt_calls(&self, conv: &Conversation<'_>, m: &mut Message, rng: &mut Rng) {
+        if self.call_loader_by_old_name(m, rng) {
+            return;
+        }
         let Some(i) = m
             .tool_calls
             .iter()
@@ -208,6 +218,29 @@ impl Noisy {
             }
             None => {}
         }
+    }
+
+    /// With the stale-loader rate, a renamed loader's call goes out under its canonical name (the
+    /// runtime refuses it and lists the tools it has). Whether it fired. At rate 0 it draws nothing,
+    /// so the other errors fall as they did before the rate existed.
+    fn call_loader_by_old_name(&self, m: &mut Message, rng: &mut Rng) -> bool {
+        if self.rates.stale_loader == 0.0 {
+            return false;
+        }
+        let Some(load) = &self.load_tool else {
+            return false;
+        };
+        let Some(canonical) = self.names.tool_canonical(load).filter(|c| c != load) else {
+            return false;
+        };
+        let Some(call) = m.tool_calls.iter_mut().find(|c| &c.function.name == load) else {
+            return false;
+        };
+        if !rng.chance(self.rates.stale_loader) {
+            return false;
+        }
+        call.function.name = canonical.to_string();
+        true
     }
 }
 

@@ -233,12 +233,9 @@ impl Oracle {
                 _ => {}
             }
         }
-        // Data calls still pending: make them (with the skill load, in one round) before replying.
-        if calls
-            .iter()
-            .any(|(t, _)| Some(t) != surface.load_tool.as_ref())
-            || (history.rounds == 0 && !calls.is_empty())
-        {
+        // Calls still pending — data calls, with the skill load in the same round, or a load the
+        // runtime refused (a stale loader name) — are made before replying.
+        if !calls.is_empty() {
             return Ok(tool_message(calls, history.rounds));
         }
         let shrink = history.feedback;
