@@ -130,7 +130,7 @@ fn tools() -> Vec<Value> {
 
 const HERMES_OK: &str = "<think>\nThe viewer wants weather and a product.\n</think>\n\nLet me check both.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"巴黎\", \"days\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"search_products\", \"arguments\": {\"query\": \"jacket \\\"<M>\\\" & 'L'\", \"max_price\": 299.0, \"in_stock\": true, \"filters\": {\"tags\": [\"新品\"]}}}\n</tool_call>";
 
-const XML_OK: &str = "plan the search\n</think>\n\nSearching now.\n\n<tool_call>\n<function=search_products>\n<parameter=query>\n羽绒服 <M> & 'L'\nsecond line\n</parameter>\n<parameter=max_price>\n299.0\n</parameter>\n<parameter=in_stock>\nTrue\n</parameter>\n<parameter=filters>\n{\"tags\": [\"新品\"], \"n\": null}\n</parameter>\n<parameter=tags>\n[\"a\", 1]\n</parameter>\n<parameter=note>\n42\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_order>\n<parameter=order_id>\n007\n</parameter>\n</function>\n</tool_call>";
+const XML_OK: &str = "plan the search\n</think>\n\nSearching now.\n\n<tool_call>\n<function=search_products>\n<parameter=query>\n羽绒服 <M> & 'L'\nsecond line\n</parameter>\n<parameter=max_price>\n299.0\n</parameter>\n<parameter=in_stock>\nTrue\n</parameter>\n<parameter=filters>\n{\"tags\": [\"新品\"], \"n\": null}\n</parameter>\n<parameter=tags>\n[\"a\", 1]\n</parameter>\n<parameter=note>\n42\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_weather>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>";
 
 #[test]
 fn hermes_output_parses_and_renders_back_identically() {
@@ -191,7 +191,7 @@ fn xml_output_is_typed_by_schema_and_renders_back() {
     // No type in the schema: text unless it is a JSON object/array.
     assert_eq!(args["note"], json!("42"));
     // A string parameter keeps leading zeros.
-    assert_eq!(out.tool_calls[1].arguments["order_id"], json!("007"));
+    assert_eq!(out.tool_calls[1].arguments["days"], json!(2));
     // Without tools nothing is typed except JSON objects/arrays.
     let untyped = parse_assistant_output(XML_OK, ToolCallFormat::Qwen3Xml, None).unwrap();
     assert_eq!(untyped.tool_calls[0].arguments["max_price"], json!("299.0"));
@@ -255,6 +255,23 @@ fn malformed_outputs_are_typed_errors() {
     let text = "<think>x</think>ok <tool_call>{\"name\": 5}</tool_call>";
     let err = parse_assistant_output(text, hermes, None).unwrap_err();
     assert_eq!(&text[err.offset..err.offset + 1], "{");
+}
+
+/// The agent runtime's parse: a call to a tool outside `tools` parses (the runtime answers it), and
+/// the other calls of the message are still typed by their schemas.
+#[test]
+fn any_name_parse_accepts_a_missing_tool_and_still_types_the_known_ones() {
+    use hat::chat::parse_assistant_output_any_name;
+    let text = "<tool_call>\n<function=fly>\n<parameter=to>\nmoon\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_weather>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>";
+    let xml = ToolCallFormat::Qwen3Xml;
+    let err = parse_assistant_output(text, xml, Some(&tools())).unwrap_err();
+    assert_eq!(err.kind, ToolCallErrorKind::UnknownTool);
+    let out = parse_assistant_output_any_name(text, xml, Some(&tools())).unwrap();
+    let names: Vec<&str> = out.tool_calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["fly", "get_weather"]);
+    assert_eq!(out.tool_calls[1].arguments["days"], json!(2));
+    let untyped = parse_assistant_output(text, xml, None).unwrap();
+    assert_eq!(untyped.tool_calls[1].arguments["days"], json!("2"));
 }
 
 /// xorshift64*: a tiny deterministic generator so the mutation loop needs no dependencies.

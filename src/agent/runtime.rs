@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 
 use super::hooks::{self, Decision, Hooks, Kind};
-use crate::chat::{parse_assistant_output, ToolCallErrorKind, ToolCallFormat as TextFormat};
+use crate::chat::{parse_assistant_output_any_name, ToolCallFormat as TextFormat};
 use crate::harness::hooks::{BuiltinCheck, FeedbackRole, HookEvent};
 use crate::harness::{Harness, LiveContext, OnFail, SkillsMode};
 use crate::policy::{Conversation, Policy};
@@ -436,17 +436,11 @@ impl Agent {
             .iter()
             .filter_map(|t| serde_json::to_value(t).ok())
             .collect();
-        let text = msg.text_content();
-        // A well-formed call to a tool the harness lacks gets the same answer however the policy
-        // wrote it: the `unknown_tool` result listing the tools, as for a structured call. (A model
-        // that learnt to recover from that answer in a teacher's trajectory meets it again here.)
-        let out = match parse_assistant_output(&text, format, Some(&tools)) {
-            Err(e) if e.kind == ToolCallErrorKind::UnknownTool => {
-                parse_assistant_output(&text, format, None)
-            }
-            parsed => parsed,
-        }
-        .map_err(|e| e.message)?;
+        // Any name parses: a call to a tool the harness lacks gets the same answer however the
+        // policy wrote it, the `unknown_tool` result listing the tools, as for a structured call (a
+        // model that learnt the recovery from a teacher's trajectory meets it again here).
+        let out = parse_assistant_output_any_name(&msg.text_content(), format, Some(&tools))
+            .map_err(|e| e.message)?;
         msg.content = Some(Content::Text(out.content));
         if msg.reasoning_content.is_none() {
             msg.reasoning_content = out.reasoning;

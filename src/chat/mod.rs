@@ -22,6 +22,6 @@ pub use reasoning::{split_reasoning, ReasoningSplit, THINK_OPEN};
 pub const END_TOKENS: [&str; 2] = ["<|im_end|>", "<|endoftext|>"];
 pub use template::{ChatTemplate, RenderInput};
 pub use tool_calls::{
-    find_tool_schema, parse_assistant_output, parse_tool_calls, AssistantOutput, ToolCall,
-    ToolCallError, ToolCallErrorKind, ToolCallFormat,
+    find_tool_schema, parse_assistant_output, parse_assistant_output_any_name, parse_tool_calls,
+    AssistantOutput, ToolCall, ToolCallError, ToolCallErrorKind, ToolCallFormat,
 };

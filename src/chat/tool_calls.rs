@@ -179,10 +179,31 @@ pub fn parse_assistant_output(
     format: ToolCallFormat,
     tools: Option<&[Json]>,
 ) -> Result<AssistantOutput, ToolCallError> {
+    parse_output(text, format, tools, true)
+}
+
+/// As [`parse_assistant_output`], but a call may name any tool; `tools` only type XML values. For an
+/// agent runtime, which answers a call to a missing tool itself, call by call, as it answers a
+/// structured one.
+pub fn parse_assistant_output_any_name(
+    text: &str,
+    format: ToolCallFormat,
+    tools: Option<&[Json]>,
+) -> Result<AssistantOutput, ToolCallError> {
+    parse_output(text, format, tools, false)
+}
+
+/// `names_offered`: a call naming a tool outside `tools` is an `UnknownTool` error.
+fn parse_output(
+    text: &str,
+    format: ToolCallFormat,
+    tools: Option<&[Json]>,
+    names_offered: bool,
+) -> Result<AssistantOutput, ToolCallError> {
     let split = split_reasoning(text)?;
     let base = text.len() - split.content.len();
     let (content, tool_calls) =
-        parse_tool_calls(split.content, format, tools).map_err(|e| ToolCallError {
+        parse_calls(split.content, format, tools, names_offered).map_err(|e| ToolCallError {
             offset: e.offset + base,
             ..e
         })?;
@@ -199,6 +220,15 @@ pub fn parse_tool_calls(
     text: &str,
     format: ToolCallFormat,
     tools: Option<&[Json]>,
+) -> Result<(String, Vec<ToolCall>), ToolCallError> {
+    parse_calls(text, format, tools, true)
+}
+
+fn parse_calls(
+    text: &str,
+    format: ToolCallFormat,
+    tools: Option<&[Json]>,
+    names_offered: bool,
 ) -> Result<(String, Vec<ToolCall>), ToolCallError> {
     let Some(first) = text.find(TOOL_CALL_OPEN) else {
         if let Some(pos) = text.find(TOOL_CALL_CLOSE) {
@@ -237,7 +267,7 @@ pub fn parse_tool_calls(
             ToolCallFormat::Hermes => parse_hermes_body(body, body_start),
             ToolCallFormat::Qwen3Xml => parse_xml_body(body, body_start, tools),
         }?;
-        if let Some(tools) = tools {
+        if let Some(tools) = tools.filter(|_| names_offered) {
             if find_tool_schema(tools, &call.name).is_none() {
                 return Err(ToolCallError::new(
                     ToolCallErrorKind::UnknownTool,
