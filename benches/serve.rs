@@ -5,7 +5,8 @@
 //! rate at 32. Then inter-token latency: 8 requests decoding alone, and again while long prompts
 //! (1,000 tokens) arrive; with chunked prefill (`--prefill-chunk`, default 64) the P95 gap should
 //! stay within 2× of the first. Chunks of 0 (none) and 256 tokens are measured beside it.
-//! Run: `cargo bench --bench serve`.
+//! Run: `cargo bench --bench serve`; `HAT_BENCH_SHAPES` (default `tiny,small`) picks the presets and
+//! `HAT_BENCH_GAPS=0` skips the inter-token latency part.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,7 +46,12 @@ fn main() {
         .get_ids()[..1000]
         .to_vec();
     let tok = Arc::new(tok);
+    let shapes = std::env::var("HAT_BENCH_SHAPES").unwrap_or_else(|_| "tiny,small".into());
+    let gaps = std::env::var("HAT_BENCH_GAPS").map_or(true, |v| v != "0");
     for (preset, max_tokens) in [("tiny", 64), ("small", 16)] {
+        if !shapes.split(',').any(|s| s.trim() == preset) {
+            continue;
+        }
         let spawn = |prefill_chunk: usize| {
             let model = BurnModel::<NdArray<f32>>::random(
                 preset,
@@ -64,40 +70,68 @@ fn main() {
             engine::spawn(model, tok.clone(), config, Arc::new(Metrics::default()))
         };
         let (handle, thread) = spawn(engine::PREFILL_CHUNK);
-        let run = |c: usize| -> f64 {
+        // Aggregate rate over the whole run (prefills included), and over its decoding phase
+        // alone: from the moment the last request got its first token (every prompt prefilled)
+        // until the end, the tokens after each request's first.
+        let run = |c: usize| -> (f64, f64) {
             let started = Instant::now();
+            // All submitted before any watcher starts, so that they reach the engine together.
             let receivers: Vec<_> = (0..c)
                 .map(|i| submit_greedy(&handle, &prompt, max_tokens, i as u64))
                 .collect();
-            let mut tokens = 0;
-            for mut rx in receivers {
-                while let Some(ev) = rx.blocking_recv() {
-                    if let Event::Done {
-                        completion_tokens, ..
-                    } = ev
-                    {
-                        tokens += completion_tokens;
-                        break;
-                    }
-                }
-            }
-            tokens as f64 / started.elapsed().as_secs_f64()
+            let watchers: Vec<_> = receivers
+                .into_iter()
+                .map(|mut rx| {
+                    std::thread::spawn(move || {
+                        let mut first = None;
+                        while let Some(ev) = rx.blocking_recv() {
+                            match ev {
+                                Event::Text { tokens, .. } if tokens > 0 && first.is_none() => {
+                                    first = Some(Instant::now())
+                                }
+                                Event::Done {
+                                    completion_tokens, ..
+                                } => return (first, completion_tokens),
+                                Event::Error(e) => panic!("request failed: {e}"),
+                                _ => {}
+                            }
+                        }
+                        panic!("the engine closed a stream without Done")
+                    })
+                })
+                .collect();
+            let done: Vec<_> = watchers
+                .into_iter()
+                .map(|w| w.join().expect("watcher"))
+                .collect();
+            let ended = Instant::now();
+            let tokens: usize = done.iter().map(|d| d.1).sum();
+            let last_first = done.iter().filter_map(|d| d.0).max().unwrap_or(started);
+            let decode_tokens = tokens - done.iter().filter(|d| d.0.is_some()).count();
+            (
+                tokens as f64 / (ended - started).as_secs_f64(),
+                decode_tokens as f64 / (ended - last_first).as_secs_f64(),
+            )
         };
         run(1); // warm-up
-        let base = run(1);
-        println!("serve/{preset}: concurrency  1: {base:>8.1} tok/s");
+        let (base, base_decode) = run(1);
+        println!(
+            "serve/{preset}: concurrency  1: {base:>8.1} tok/s, decoding phase {base_decode:>8.1} tok/s"
+        );
         for c in [8, 32] {
-            let rate = run(c);
+            let (rate, decode) = run(c);
             println!(
-                "serve/{preset}: concurrency {c:>2}: {rate:>8.1} tok/s  ({:.2}x single)",
-                rate / base
+                "serve/{preset}: concurrency {c:>2}: {rate:>8.1} tok/s ({:.2}x single), decoding \
+                 phase {decode:>8.1} tok/s ({:.2}x single)",
+                rate / base,
+                decode / base_decode
             );
         }
         drop(handle);
         thread.join().expect("engine thread");
         // Inter-token latency with the default chunk, and without chunking or with a larger chunk
         // for comparison.
-        for chunk in [engine::PREFILL_CHUNK, 0, 256] {
+        for chunk in [engine::PREFILL_CHUNK, 0, 256].into_iter().filter(|_| gaps) {
             let (handle, thread) = spawn(chunk);
             inter_token_gaps(&handle, &prompt, &[], max_tokens.max(32)); // warm-up
             let quiet = inter_token_gaps(&handle, &prompt, &[], max_tokens.max(32));
