@@ -7,7 +7,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hat::harness::{check_dir, Harness, HarnessFile, LiveContext, Problem, SkillsMode};
+use hat::harness::{
+    check_dir, Harness, HarnessFile, LiveContext, Placement, Problem, SkillsMode,
+};
+use hat::record::Role;
 
 fn sample(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -825,6 +828,67 @@ fn render_follows_pipeline_order_and_limits() {
     let prompt = variant.render_system_prompt(&ctx).unwrap();
     assert!(prompt.contains("不超过 60 个字") && !prompt.contains("120"));
     assert!(prompt.find("听不清").unwrap() < prompt.find("每条回复不超过").unwrap());
+}
+
+/// The sample harness with its context-filled blocks (product, room, rules) in the context message.
+fn with_context_placement(h: &Harness) -> Harness {
+    h.edited(|files| {
+        let mut pipeline = h.pipeline().clone();
+        for b in &mut pipeline.blocks {
+            if ["current_product", "room_state", "active_rules"].contains(&b.name.as_str()) {
+                b.placement = Placement::Context;
+            }
+        }
+        files.insert(
+            "prompts/pipeline.toml".into(),
+            HarnessFile::text(pipeline.to_toml_text()),
+        );
+    })
+    .unwrap()
+}
+
+#[test]
+fn context_placement_keeps_the_system_prompt_the_same_for_every_room() {
+    let h = Harness::load(sample("taolive")).unwrap();
+    let placed = with_context_placement(&h);
+    assert!(placed.validate().is_empty(), "{}", show(&placed.validate()));
+    let ctx = taolive_context();
+    assert_eq!(h.render_prompt(&ctx).unwrap().context, None);
+    let prompt = placed.render_prompt(&ctx).unwrap();
+    let context = prompt.context.clone().expect("a context message");
+    // Each block lands in exactly one of the two, the context-filled ones in pipeline order.
+    for b in h.render_blocks(&ctx).unwrap() {
+        let (in_system, in_context) = (prompt.system.contains(&b.text), context.contains(&b.text));
+        let wanted = ["current_product", "room_state", "active_rules"].contains(&b.name.as_str());
+        assert_eq!((in_system, in_context), (!wanted, wanted), "block {}", b.name);
+    }
+    assert!(context.find("加绒连帽卫衣").unwrap() < context.find("冬季保暖专场").unwrap());
+    // What a prefix cache needs: the same system prompt whatever the room.
+    let empty_room = placed.render_prompt(&LiveContext::default_context()).unwrap();
+    assert_eq!(empty_room.system, prompt.system);
+    assert_ne!(empty_room.context, prompt.context);
+    let roles: Vec<Role> = prompt.messages().into_iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::System, Role::User]);
+}
+
+#[test]
+fn an_unknown_placement_is_a_problem_with_its_line() {
+    let (_tmp, dir) = copy_of("taolive");
+    edit(&dir, "prompts/pipeline.toml", |s| {
+        s.replace(
+            "template = \"room_state.md.j2\"",
+            "template = \"room_state.md.j2\"\nplacement = \"user\"",
+        )
+    });
+    let problems = check_dir(&dir);
+    let p = problems
+        .iter()
+        .find(|p| p.file == "prompts/pipeline.toml")
+        .unwrap_or_else(|| panic!("no pipeline problem:\n{}", show(&problems)));
+    assert!(
+        p.message.contains("user") && p.message.contains("context") && p.line.is_some(),
+        "{p}"
+    );
 }
 
 #[test]

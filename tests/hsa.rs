@@ -9,7 +9,7 @@ use std::path::Path;
 use hat::agent::checks::schema_errors;
 use hat::agent::{Agent, SimEnv};
 use hat::harness::hooks::{Hook, OnFail};
-use hat::harness::{Harness, LiveContext};
+use hat::harness::{Harness, HarnessFile, LiveContext, Placement};
 use hat::hsa::matchers::drift;
 use hat::hsa::ops::rename_files;
 use hat::hsa::rewrite::compose;
@@ -740,12 +740,61 @@ fn reading_oracle_success_per_op() {
 
 #[test]
 fn stream_mode_rewrites_trajectories_consistently_with_their_variant() {
+    rewrites_consistently_with_their_variant(&sample("taolive"));
+}
+
+/// The same with the live room in the context message (`placement = "context"`): the rewritten
+/// system prompt and context message are both what the variant renders.
+#[test]
+fn stream_mode_rewrites_a_context_message_consistently_with_its_variant() {
+    let taolive = sample("taolive");
+    let placed = taolive
+        .edited(|files| {
+            let mut pipeline = taolive.pipeline().clone();
+            for b in &mut pipeline.blocks {
+                if ["current_product", "room_state", "active_rules"].contains(&b.name.as_str()) {
+                    b.placement = Placement::Context;
+                }
+            }
+            files.insert(
+                "prompts/pipeline.toml".into(),
+                HarnessFile::text(pipeline.to_toml_text()),
+            );
+        })
+        .unwrap();
+    // On disk: the rollouts run the harness's command hooks.
+    let dir = tempfile::tempdir().unwrap();
+    placed.write_to(dir.path().join("h")).unwrap();
+    rewrites_consistently_with_their_variant(&Harness::load(dir.path().join("h")).unwrap());
+}
+
+/// A block that renders the same in every room cannot sit in the context message: augmentation
+/// re-renders static blocks in the system prompt only, so it says so instead of keeping stale text.
+#[test]
+fn a_static_block_in_the_context_message_is_refused_by_name() {
+    let taolive = sample("taolive");
+    let placed = taolive
+        .edited(|files| {
+            let mut pipeline = taolive.pipeline().clone();
+            pipeline.blocks[0].placement = Placement::Context;
+            files.insert(
+                "prompts/pipeline.toml".into(),
+                HarnessFile::text(pipeline.to_toml_text()),
+            );
+        })
+        .unwrap();
+    let spec = spec(all_on(), &[], Pool::Train);
+    let err = Augmenter::new(&placed, &spec, 9, 4).err().expect("refused");
+    let msg = format!("{err:#}");
+    assert!(msg.contains("\"persona\"") && msg.contains("placement"), "{msg}");
+}
+
+fn rewrites_consistently_with_their_variant(base: &Harness) {
     let catalog = Catalog::generate(7, 40);
-    let base = sample("taolive");
     let tasks = dev_tasks(&catalog, 40, None);
-    let records = rollouts(&base, Names::default(), &tasks, &catalog);
+    let records = rollouts(base, Names::default(), &tasks, &catalog);
     let s = spec(all_on(), &[], Pool::Train);
-    let aug = Augmenter::new(&base, &s, 9, 16).unwrap();
+    let aug = Augmenter::new(base, &s, 9, 16).unwrap();
     let mut renamed_calls = 0;
     for r in &records {
         let copies = aug
@@ -768,12 +817,11 @@ fn stream_mode_rewrites_trajectories_consistently_with_their_variant() {
                 &r.task.as_ref().unwrap().viewer,
             ))
             .unwrap();
-            assert_eq!(
-                c.messages[0].text_content(),
-                v.harness.render_system_prompt(&ctx).unwrap(),
-                "{}",
-                c.id
-            );
+            let prompt = v.harness.render_prompt(&ctx).unwrap();
+            assert_eq!(c.messages[0].text_content(), prompt.system, "{}", c.id);
+            if let Some(context) = prompt.context {
+                assert_eq!(c.messages[1].text_content(), context, "{}", c.id);
+            }
             // Every tool call names a tool of the variant, with arguments valid under its schema.
             for call in c.messages.iter().flat_map(|m| &m.tool_calls) {
                 let tool = v.harness.tool(&call.function.name).unwrap_or_else(|| {

@@ -156,6 +156,40 @@ fn oracle_solves_dev_tasks_with_and_without_faults() {
     );
 }
 
+/// A harness that puts the live room in the context message: the episode opens with the system
+/// prompt and that message, the scored turn starts at the viewer, and the oracle still solves.
+#[test]
+fn the_live_room_can_sit_in_a_context_message_after_the_system_prompt() {
+    let (_dir, h) = edited_harness("taolive", |root| {
+        let path = root.join("prompts/pipeline.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let placed = text.replace(
+            "template = \"room_state.md.j2\"",
+            "template = \"room_state.md.j2\"\nplacement = \"context\"",
+        );
+        assert_ne!(placed, text);
+        std::fs::write(&path, placed).unwrap();
+    });
+    let catalog = Catalog::generate(7, 40);
+    let tasks = dev_tasks(&catalog, 100, None);
+    let (summary, out) = rollout(&h, Names::default(), &tasks, "");
+    assert!(
+        summary.success_rate() >= 0.98,
+        "{}\n{:#?}",
+        summary.report(),
+        failures(&out)
+    );
+    for (t, task) in out.iter().zip(&tasks) {
+        assert_eq!(t.messages[0].role, Role::System);
+        assert!(!t.messages[0].text_content().contains("# 直播间状态"));
+        assert_eq!(t.messages[1].role, Role::User);
+        assert!(t.messages[1].text_content().starts_with("# 直播间状态 Room state"));
+        assert_eq!(t.messages[2..2 + task.messages.len()], task.messages[..]);
+        assert_eq!(t.meta["turn_start"], json!(2 + task.messages.len()), "{}", t.id);
+        assert_eq!(t.meta["context_message"], json!(true));
+    }
+}
+
 #[test]
 fn oracle_follows_a_renamed_tool_and_skill() {
     let (_dir, h) = edited_harness("taolive", |root| {

@@ -72,6 +72,8 @@ pub struct Episode<'a> {
     sandbox: Sandbox<'a>,
     turn: Turn,
     turn_start: usize,
+    /// Whether message 1 is the context message (the harness places blocks there).
+    context_message: bool,
     messages: Vec<Message>,
     stop_reason: &'static str,
     blocked_reply: Option<String>,
@@ -242,11 +244,12 @@ impl Agent {
         let room: Room = serde_json::from_value(task.room.clone())
             .with_context(|| format!("{}: task.room", record.id))?;
         let ctx = LiveContext::from_value(live_context(env.catalog, &room, &task.viewer))?;
-        let system = self
+        let prompt = self
             .harness
-            .render_system_prompt(&ctx)
-            .with_context(|| format!("{}: rendering the system prompt", record.id))?;
-        let mut messages = vec![Message::text(Role::System, system)];
+            .render_prompt(&ctx)
+            .with_context(|| format!("{}: rendering the prompt", record.id))?;
+        let context_message = prompt.context.is_some();
+        let mut messages = prompt.messages();
         messages.extend(record.messages.iter().cloned());
         let seed = Rng::derive(env.seed, &record.id).next_u64();
         let mut ep = Episode {
@@ -257,6 +260,7 @@ impl Agent {
             sandbox: Sandbox::new(env.catalog, room, env.faults, seed),
             turn: Turn::default(),
             turn_start: 0,
+            context_message,
             messages,
             stop_reason: "reply",
             blocked_reply: None,
@@ -375,6 +379,7 @@ impl Agent {
             sandbox,
             turn,
             turn_start,
+            context_message,
             messages,
             stop_reason,
             blocked_reply,
@@ -385,6 +390,9 @@ impl Agent {
         let mut meta = record.meta.clone();
         meta.insert("policy".into(), json!(policy));
         meta.insert("turn_start".into(), json!(turn_start));
+        if context_message {
+            meta.insert("context_message".into(), json!(true));
+        }
         meta.insert(
             "stop_reason".into(),
             json!(if done { stop_reason } else { "unfinished" }),

@@ -28,7 +28,7 @@ pub fn check(data: &[u8]) {
     let harness = Harness::from_files(files)
         .unwrap_or_else(|e| panic!("a harness without problems does not load: {e:#}"));
     harness
-        .render_system_prompt(&LiveContext::default_context())
+        .render_prompt(&LiveContext::default_context())
         .unwrap_or_else(|e| panic!("a valid harness does not render: {e:#}"));
 }
 

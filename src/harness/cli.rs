@@ -36,7 +36,8 @@ pub enum HarnessCommand {
     },
     /// Print the system prompt the harness renders for a live-room context.
     ///
-    /// Blocks are rendered in prompts/pipeline.toml order. Without --context, a live room with no
+    /// Blocks are rendered in prompts/pipeline.toml order; those with `placement = "context"` go
+    /// into the context message (a user message after the system prompt), printed after it. Without --context, a live room with no
     /// product on screen and no extra rules is used. Like tools and hash, exits 2 with the list of
     /// structural problems if the harness does not load.
     ///
@@ -132,10 +133,15 @@ pub fn run(cmd: &HarnessCommand, out: &mut dyn Write, err: &mut dyn Write) -> Re
             };
             if *blocks {
                 for b in h.render_blocks(&ctx)? {
-                    writeln!(out, "=== {} ===\n{}\n", b.name, b.text)?;
+                    let placed = if b.placement.is_system() { "" } else { " (context message)" };
+                    writeln!(out, "=== {}{placed} ===\n{}\n", b.name, b.text)?;
                 }
             } else {
-                writeln!(out, "{}", h.render_system_prompt(&ctx)?)?;
+                let prompt = h.render_prompt(&ctx)?;
+                writeln!(out, "{}", prompt.system)?;
+                if let Some(context) = prompt.context {
+                    writeln!(out, "\n=== context message (user) ===\n{context}")?;
+                }
             }
             Ok(0)
         }

@@ -50,12 +50,13 @@ pub use hooks::{
 };
 pub use limits::Limits;
 pub use manifest::{Manifest, SkillsMode, ToolCallFormat};
-pub use pipeline::{Block, Pipeline};
+pub use pipeline::{Block, Pipeline, Placement};
 pub use problem::Problem;
 pub use render::RenderedBlock;
 pub use skills::Skill;
 pub use tools::Tool;
 
+use crate::record::{Message, Role};
 use paths::normalize_relative;
 use problem::problems_error;
 use render::PromptRenderer;
@@ -234,14 +235,45 @@ impl Harness {
         )
     }
 
-    /// The system prompt: rendered blocks joined by the pipeline's separator.
+    /// The system prompt alone (without a context message, see [`Harness::render_prompt`]).
     pub fn render_system_prompt(&self, ctx: &LiveContext) -> Result<String> {
+        Ok(self.render_prompt(ctx)?.system)
+    }
+
+    /// The prompt for a live-room context: each placement's rendered blocks joined by the
+    /// pipeline's separator.
+    pub fn render_prompt(&self, ctx: &LiveContext) -> Result<RenderedPrompt> {
         let blocks = self.render_blocks(ctx)?;
-        Ok(blocks
-            .iter()
-            .map(|b| b.text.as_str())
-            .collect::<Vec<_>>()
-            .join(&self.pipeline.separator))
+        let joined = |placement: Placement| {
+            blocks
+                .iter()
+                .filter(|b| b.placement == placement)
+                .map(|b| b.text.as_str())
+                .collect::<Vec<_>>()
+                .join(&self.pipeline.separator)
+        };
+        let context = joined(Placement::Context);
+        Ok(RenderedPrompt {
+            system: joined(Placement::System),
+            context: (!context.is_empty()).then_some(context),
+        })
+    }
+}
+
+/// A rendered prompt: the system prompt and, when the pipeline places blocks there and they
+/// render, the context message (see [`Placement`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderedPrompt {
+    pub system: String,
+    pub context: Option<String>,
+}
+
+impl RenderedPrompt {
+    /// The messages that open a conversation: the system prompt, then the context message.
+    pub fn messages(self) -> Vec<Message> {
+        let mut messages = vec![Message::text(Role::System, self.system)];
+        messages.extend(self.context.map(|c| Message::text(Role::User, c)));
+        messages
     }
 }
 

@@ -15,6 +15,10 @@
 //! items = [                          # optional; each is a minijinja template, rendered in order,
 //!   "回复不超过 {{ limits.max_reply_chars }} 字",  # and handed to the block template as `items`
 //! ]
+//! [[block]]
+//! name = "room_state"
+//! template = "room_state.md.j2"
+//! placement = "context"              # optional; see [`Placement`]
 //! ```
 //! Block order and item order are data, so the augmentation stage reorders them by editing this
 //! file; numbers such as reply length come from `limits.*`, never from literal prompt text.
@@ -48,6 +52,34 @@ pub struct Block {
     pub when: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<String>,
+    #[serde(default, skip_serializing_if = "Placement::is_system")]
+    pub placement: Placement,
+}
+
+/// Where a rendered block goes.
+///
+/// The chat template writes the tool schemas right after the system prompt, so a system prompt
+/// that carries the live room (the product on screen, the queue) differs from request to request
+/// before the first tool schema: a serving prefix cache then holds only the few tokens before the
+/// first context-filled block. Blocks placed in the *context message* leave the system prompt the
+/// same for every request, so the cache holds it and every tool schema (on the sample harness,
+/// ~3,800 of ~3,900 prompt tokens; docs/serving-performance.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// In the system prompt (the default).
+    #[default]
+    System,
+    /// In the context message: a user message right after the system prompt, before the
+    /// viewer's messages (a user message because Qwen3.5-style templates refuse a system message
+    /// anywhere but first).
+    Context,
+}
+
+impl Placement {
+    pub fn is_system(&self) -> bool {
+        *self == Placement::System
+    }
 }
 
 impl Pipeline {

@@ -16,14 +16,15 @@ use minijinja::{Environment, ErrorKind};
 use super::context::LiveContext;
 use super::files::FileSet;
 use super::paths::{normalize_relative, parent_of};
-use super::pipeline::{Block, Pipeline};
+use super::pipeline::{Block, Pipeline, Placement};
 use super::problem::{line_of_offset, Problem};
 
-/// One rendered block of the system prompt.
+/// One rendered block of the prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RenderedBlock {
     pub name: String,
     pub text: String,
+    pub placement: Placement,
 }
 
 #[derive(Debug, Clone)]
@@ -131,6 +132,7 @@ impl PromptRenderer {
                 out.push(RenderedBlock {
                     name: block.name.clone(),
                     text,
+                    placement: block.placement,
                 });
             }
         }

@@ -7,7 +7,8 @@
 //!
 //! Blocks are *static* (same text in every live-room context) or *context-filled* (product, room, rules).
 //! A trajectory's system prompt can be rewritten only around context-filled text it cannot re-render, so
-//! block reordering moves each run of consecutive context-filled blocks as one unit (see `rewrite.rs`).
+//! block reordering moves each run of consecutive context-filled blocks as one unit (see `rewrite.rs`),
+//! and all the blocks placed in the context message as one unit (their joined text cannot be split).
 
 use anyhow::Result;
 use regex::Regex;
@@ -15,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::config::Config;
 use super::ops::Ctx;
-use crate::harness::{Harness, LiveContext, Pipeline};
+use crate::harness::{Harness, LiveContext, Pipeline, Placement};
 use crate::rng::Rng;
 
 /// A context that fills every variable the sample templates read, to tell static blocks from
@@ -59,11 +60,25 @@ pub fn static_blocks(h: &Harness) -> Vec<bool> {
         .collect()
 }
 
-/// Block indices grouped into units: each static block alone, each run of context-filled blocks together.
+/// Block indices grouped into units: each static block alone, each run of context-filled blocks together,
+/// and every block placed in the context message in one unit where the first of them stands.
 pub fn units(h: &Harness) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut context_unit: Option<usize> = None;
     let mut prev_dynamic = false;
+    let blocks = &h.pipeline().blocks;
     for (i, is_static) in static_blocks(h).into_iter().enumerate() {
+        if blocks[i].placement == Placement::Context {
+            match context_unit {
+                Some(u) => out[u].push(i),
+                None => {
+                    context_unit = Some(out.len());
+                    out.push(vec![i]);
+                }
+            }
+            prev_dynamic = false;
+            continue;
+        }
         match out.last_mut() {
             Some(last) if !is_static && prev_dynamic => last.push(i),
             _ => out.push(vec![i]),

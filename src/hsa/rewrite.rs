@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use regex::Regex;
 use serde_json::{json, Value};
 
@@ -25,7 +25,7 @@ use super::text::rename_idents;
 use super::variant::{variant_seed, Spec, Variant};
 use crate::agent::runtime::RUNTIME_NOTE;
 use crate::harness::hooks::{BuiltinCheck, FeedbackRole, Hook, OnFail};
-use crate::harness::{Harness, Limits, LiveContext, SkillsMode};
+use crate::harness::{Harness, Limits, LiveContext, Placement, SkillsMode};
 use crate::jsonl::fnv1a64;
 use crate::record::{Content, HarnessRef, Message, Names, Role, Tool, Trajectory};
 
@@ -120,8 +120,24 @@ impl Base {
             .render_blocks(&LiveContext::default_context())
             .context("rendering the base harness")?;
         let is_static = static_blocks(harness);
-        let statics = harness
-            .pipeline()
+        let pipeline = harness.pipeline();
+        // The context message is rewritten as one piece of context-filled text (identifiers
+        // renamed), so a static block there would keep the base's wording under every variant.
+        if let Some((_, b)) = pipeline
+            .blocks
+            .iter()
+            .enumerate()
+            .find(|(i, b)| is_static[*i] && b.placement == Placement::Context)
+        {
+            bail!(
+                "{}: block {:?} renders the same text in every room but is placed in the context \
+                 message; augmentation re-renders static blocks in the system prompt only — drop its \
+                 `placement = \"context\"`",
+                harness.pipeline_file(),
+                b.name
+            );
+        }
+        let statics = pipeline
             .blocks
             .iter()
             .enumerate()
@@ -492,6 +508,7 @@ impl Augmenter {
                         needs.replies.push(m.text_content());
                     }
                 }
+                Role::User if Some(i) == context_message_index(r) => {}
                 Role::User if i > 0 && m.text_content().starts_with(RUNTIME_NOTE) => {
                     needs.runtime_notes.insert(i);
                 }
@@ -631,10 +648,17 @@ impl Augmenter {
             })
             .collect();
         let load_tool = self.base.load_tool.as_deref();
+        let context_message = context_message_index(r);
         for (i, m) in out.messages.iter_mut().enumerate() {
             if i == 0 && m.role == Role::System {
                 let text = self.rewrite_prompt(&m.text_content(), p)?;
                 m.content = Some(Content::Text(text));
+                continue;
+            }
+            if Some(i) == context_message {
+                // Context-filled text only (see `Base::new`), its blocks one unit in every variant's
+                // order (`prompt::units`): what changes is the identifiers it mentions.
+                rename_content(m, &p.text_rename);
                 continue;
             }
             if let Some((id, values)) = needs.feedback.get(&i) {
@@ -780,6 +804,14 @@ impl Augmenter {
         }
         Ok(parts.join(&p.separator))
     }
+}
+
+/// Where the record's context message is (the live room placed after the system prompt, see
+/// `harness::Placement`): message 1 when the runtime says it wrote one (`meta.context_message`).
+fn context_message_index(r: &Trajectory) -> Option<usize> {
+    (r.meta.get("context_message") == Some(&json!(true))
+        && r.messages.get(1).is_some_and(|m| m.role == Role::User))
+    .then_some(1)
 }
 
 /// Whether the tool message answering call `id` (among `after`) is the runtime's `unknown_tool` error.

@@ -119,15 +119,13 @@ pub fn make_set(
                 .context("generated task without `task`")?;
             let room: Room = serde_json::from_value(task.room.clone())?;
             let ctx = LiveContext::from_value(live_context(catalog, &room, &task.viewer))?;
-            let system = harness.render_system_prompt(&ctx)?;
-            let mut messages = vec![json!({"role": "system", "content": system})];
-            messages.extend(
-                record
-                    .messages
-                    .iter()
-                    .map(serde_json::to_value)
-                    .collect::<Result<Vec<_>, _>>()?,
-            );
+            let messages = harness
+                .render_prompt(&ctx)?
+                .messages()
+                .iter()
+                .chain(&record.messages)
+                .map(serde_json::to_value)
+                .collect::<Result<Vec<_>, _>>()?;
             Ok(Entry {
                 record,
                 request: json!({"messages": messages, "tools": tools}),

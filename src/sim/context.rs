@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use super::catalog::Catalog;
 use super::tasks::Room;
 
-/// Template variables for `Harness::render_system_prompt` (see `harness::context`).
+/// Template variables for `Harness::render_prompt` (see `harness::context`).
 pub fn live_context(catalog: &Catalog, room: &Room, viewer: &Value) -> Value {
     let lang = room.lang;
     let product = room.current_product.as_deref().and_then(|id| catalog.product(id)).map(|p| {
