@@ -7,9 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hat::harness::{
-    check_dir, Harness, HarnessFile, LiveContext, Placement, Problem, SkillsMode,
-};
+use hat::harness::{check_dir, Harness, HarnessFile, LiveContext, Placement, Problem, SkillsMode};
 use hat::record::Role;
 
 fn sample(name: &str) -> PathBuf {
@@ -860,11 +858,18 @@ fn context_placement_keeps_the_system_prompt_the_same_for_every_room() {
     for b in h.render_blocks(&ctx).unwrap() {
         let (in_system, in_context) = (prompt.system.contains(&b.text), context.contains(&b.text));
         let wanted = ["current_product", "room_state", "active_rules"].contains(&b.name.as_str());
-        assert_eq!((in_system, in_context), (!wanted, wanted), "block {}", b.name);
+        assert_eq!(
+            (in_system, in_context),
+            (!wanted, wanted),
+            "block {}",
+            b.name
+        );
     }
     assert!(context.find("加绒连帽卫衣").unwrap() < context.find("冬季保暖专场").unwrap());
     // What a prefix cache needs: the same system prompt whatever the room.
-    let empty_room = placed.render_prompt(&LiveContext::default_context()).unwrap();
+    let empty_room = placed
+        .render_prompt(&LiveContext::default_context())
+        .unwrap();
     assert_eq!(empty_room.system, prompt.system);
     assert_ne!(empty_room.context, prompt.context);
     let roles: Vec<Role> = prompt.messages().into_iter().map(|m| m.role).collect();

@@ -786,7 +786,10 @@ fn a_static_block_in_the_context_message_is_refused_by_name() {
     let spec = spec(all_on(), &[], Pool::Train);
     let err = Augmenter::new(&placed, &spec, 9, 4).err().expect("refused");
     let msg = format!("{err:#}");
-    assert!(msg.contains("\"persona\"") && msg.contains("placement"), "{msg}");
+    assert!(
+        msg.contains("\"persona\"") && msg.contains("placement"),
+        "{msg}"
+    );
 }
 
 fn rewrites_consistently_with_their_variant(base: &Harness) {
@@ -806,7 +809,7 @@ fn rewrites_consistently_with_their_variant(base: &Harness) {
             assert_eq!(c.task, r.task, "ground truth stays canonical");
             let href = c.harness.as_ref().unwrap();
             let seed = href.variant.as_ref().unwrap().seed;
-            let v = Variant::draw(&base, &s, seed).unwrap();
+            let v = Variant::draw(base, &s, seed).unwrap();
             assert_eq!(href.hash, v.harness.hash());
             assert_eq!(href.names, v.names);
             // The system prompt is exactly what the variant renders for this room.

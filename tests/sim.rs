@@ -183,9 +183,16 @@ fn the_live_room_can_sit_in_a_context_message_after_the_system_prompt() {
         assert_eq!(t.messages[0].role, Role::System);
         assert!(!t.messages[0].text_content().contains("# 直播间状态"));
         assert_eq!(t.messages[1].role, Role::User);
-        assert!(t.messages[1].text_content().starts_with("# 直播间状态 Room state"));
+        assert!(t.messages[1]
+            .text_content()
+            .starts_with("# 直播间状态 Room state"));
         assert_eq!(t.messages[2..2 + task.messages.len()], task.messages[..]);
-        assert_eq!(t.meta["turn_start"], json!(2 + task.messages.len()), "{}", t.id);
+        assert_eq!(
+            t.meta["turn_start"],
+            json!(2 + task.messages.len()),
+            "{}",
+            t.id
+        );
         assert_eq!(t.meta["context_message"], json!(true));
     }
 }

@@ -133,7 +133,11 @@ pub fn run(cmd: &HarnessCommand, out: &mut dyn Write, err: &mut dyn Write) -> Re
             };
             if *blocks {
                 for b in h.render_blocks(&ctx)? {
-                    let placed = if b.placement.is_system() { "" } else { " (context message)" };
+                    let placed = if b.placement.is_system() {
+                        ""
+                    } else {
+                        " (context message)"
+                    };
                     writeln!(out, "=== {}{placed} ===\n{}\n", b.name, b.text)?;
                 }
             } else {

@@ -13,11 +13,13 @@
 //! head is two matrix products (scores against the keys the block can see, then the values) with the
 //! mask and softmax applied in place between them.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use super::backend::{into_array, softmax_row, tensor};
 use super::spin_team;
 use burn::prelude::*;
+use ndarray::{ArcArray, IxDyn};
 
 /// Queries per row up to which [`attend`] is used instead of matrix products.
 pub const FEW_QUERIES: usize = 8;
@@ -52,16 +54,9 @@ fn for_each_pair<B: Backend>(
     let [_, nkv, tk, _] = k.dims();
     let rep = nh / nkv;
     let (q, k, v) = (into_array(q), into_array(k), into_array(v));
-    let (q, k, v) = (
-        q.as_standard_layout(),
-        k.as_standard_layout(),
-        v.as_standard_layout(),
-    );
-    let (q, k, v) = (
-        q.as_slice().expect("standard layout"),
-        k.as_slice().expect("standard layout"),
-        v.as_slice().expect("standard layout"),
-    );
+    let q = q.as_standard_layout();
+    let q = q.as_slice().expect("standard layout");
+    let ((k, k_stride), (v, v_stride)) = (pair_major(&k), pair_major(&v));
     let mut out = vec![0.0f32; b * nh * t * hd];
     if out.is_empty() || tk == 0 {
         return tensor(out, [b, nh, t, hd]);
@@ -74,12 +69,33 @@ fn for_each_pair<B: Backend>(
             t,
             hd,
             queries: &q[p * rep * t * hd..][..rep * t * hd],
-            keys: &k[p * tk * hd..][..tk * hd],
-            values: &v[p * tk * hd..][..tk * hd],
+            keys: &k[p * k_stride..][..tk * hd],
+            values: &v[p * v_stride..][..tk * hd],
         };
         work(&pair, out)
     });
     tensor(out, [b, nh, t, hd])
+}
+
+/// `a: [B, nkv, tk, hd]` as one slice in which (row, kv head) pair `p`'s `[tk, hd]` block starts at
+/// `p × stride`: the array's own memory when each block is contiguous and the blocks evenly spaced —
+/// standard layout, or a KV cache's buffer with spare slots narrowed to its filled ones — else a
+/// standard-layout copy.
+fn pair_major(a: &ArcArray<f32, IxDyn>) -> (Cow<'_, [f32]>, usize) {
+    let (d, s) = (a.shape(), a.strides());
+    let (pairs, block) = (d[0] * d[1], d[2] * d[3]);
+    let evenly = s[3] == 1
+        && s[2] == d[3] as isize
+        && s[1] >= block as isize
+        && (d[0] == 1 || s[0] == d[1] as isize * s[1]);
+    if evenly && pairs > 0 && block > 0 {
+        let span = (pairs - 1) * s[1] as usize + block;
+        // SAFETY: the strides checked above place every element of the array inside the `span`
+        // floats from its first one, all within the array's one allocation, which `a` keeps alive.
+        let all = unsafe { std::slice::from_raw_parts(a.as_ptr(), span) };
+        return (Cow::Borrowed(all), s[1] as usize);
+    }
+    (Cow::Owned(a.iter().copied().collect()), block)
 }
 
 /// `q: [B, nh, T, hd]` against `k, v: [B, nkv, tk, hd]` (query head `h` reads kv head

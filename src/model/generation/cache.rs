@@ -9,31 +9,83 @@
 //! joining or leaving costs one copy, a decode step none). [`Cache::unstack`] splits a batch back
 //! into single-sequence caches without the padding.
 
-use crate::model::cpu::backend::{cat, compact};
+use crate::model::cpu::backend::{cat, compact, is_cpu};
 use anyhow::{bail, Result};
 use burn::prelude::*;
 
 /// Keys/values after RoPE, `[B, kv_heads, T_past, head_dim]`.
+///
+/// On the CPU inference backend the buffers hold spare slots after the `len` filled ones, and a
+/// decode step writes its key into the next slot in place: appending by concatenation copied the
+/// whole cache (and faulted in fresh pages for it) on every step of every attention layer, which at
+/// a 4,000-token agent prompt was most of a batched decode step of `small`. A buffer shared with a
+/// clone (a prefix-cache entry) is copied before it is written (copy on write), so clones never see
+/// each other's keys.
 #[derive(Clone, Debug, Default)]
 pub struct KvCache<B: Backend> {
-    pub k: Option<Tensor<B, 4>>,
-    pub v: Option<Tensor<B, 4>>,
+    /// `[B, kv_heads, capacity, head_dim]`, slots `..len` filled.
+    k: Option<Tensor<B, 4>>,
+    v: Option<Tensor<B, 4>>,
+    len: usize,
 }
 
+/// Spare key slots a CPU cache grows by: a reallocation (one copy of the cache) every this many
+/// decode steps instead of on every one.
+const SPARE_SLOTS: usize = 256;
+
 impl<B: Backend> KvCache<B> {
+    /// A cache holding exactly these keys and values (`[B, kv_heads, T, head_dim]`).
+    pub fn filled(k: Option<Tensor<B, 4>>, v: Option<Tensor<B, 4>>) -> Self {
+        let len = k.as_ref().map_or(0, |k| k.dims()[2]);
+        Self { k, v, len }
+    }
+
+    /// The filled keys, `[B, kv_heads, T_past, head_dim]` (a view, no copy).
+    pub fn keys(&self) -> Option<Tensor<B, 4>> {
+        self.k.as_ref().map(|k| k.clone().narrow(2, 0, self.len))
+    }
+
+    /// The filled values, like [`Self::keys`].
+    pub fn values(&self) -> Option<Tensor<B, 4>> {
+        self.v.as_ref().map(|v| v.clone().narrow(2, 0, self.len))
+    }
+
     /// Appends new keys/values along time and returns the full sequences.
     pub fn append(&mut self, k: Tensor<B, 4>, v: Tensor<B, 4>) -> (Tensor<B, 4>, Tensor<B, 4>) {
-        let k = match self.k.take() {
-            Some(old) => cat(vec![old, k], 2),
-            None => k,
-        };
-        let v = match self.v.take() {
-            Some(old) => cat(vec![old, v], 2),
-            None => v,
-        };
-        self.k = Some(k.clone());
-        self.v = Some(v.clone());
-        (k, v)
+        let [b, h, t, d] = k.dims();
+        let (from, to) = (self.len, self.len + t);
+        let capacity = self.k.as_ref().map_or(0, |k| k.dims()[2]);
+        match (self.k.take(), self.v.take()) {
+            // Moved, not cloned: a buffer nothing else holds is written in place.
+            (Some(old_k), Some(old_v)) if is_cpu::<B>() && to <= capacity => {
+                let slots = [0..b, 0..h, from..to, 0..d];
+                self.k = Some(old_k.slice_assign(slots.clone(), k));
+                self.v = Some(old_v.slice_assign(slots, v));
+            }
+            (old_k, old_v) => {
+                // Filled slots, the new ones, and (on the CPU) spare ones.
+                let grown = |old: Option<Tensor<B, 4>>, new: Tensor<B, 4>| {
+                    let mut parts: Vec<Tensor<B, 4>> = old
+                        .filter(|_| from > 0)
+                        .map(|o| o.narrow(2, 0, from))
+                        .into_iter()
+                        .collect();
+                    let device = new.device();
+                    parts.push(new);
+                    if is_cpu::<B>() {
+                        parts.push(Tensor::zeros([b, h, SPARE_SLOTS, d], &device));
+                    }
+                    cat(parts, 2)
+                };
+                self.k = Some(grown(old_k, k));
+                self.v = Some(grown(old_v, v));
+            }
+        }
+        self.len = to;
+        (
+            self.keys().expect("just appended"),
+            self.values().expect("just appended"),
+        )
     }
 }
 
@@ -110,10 +162,10 @@ impl<B: Backend> Cache<B> {
             .map(|l| {
                 let rows: Vec<&LayerCache<B>> = caches.iter().map(|c| &c.layers[l]).collect();
                 LayerCache {
-                    kv: KvCache {
-                        k: cat_rows(&rows, |r| r.kv.k.as_ref().map(pad)),
-                        v: cat_rows(&rows, |r| r.kv.v.as_ref().map(pad)),
-                    },
+                    kv: KvCache::filled(
+                        cat_rows(&rows, |r| r.kv.keys().as_ref().map(pad)),
+                        cat_rows(&rows, |r| r.kv.values().as_ref().map(pad)),
+                    ),
                     deltanet: DeltaNetState {
                         conv: cat_rows(&rows, |r| r.deltanet.conv.clone()),
                         recurrent: cat_rows(&rows, |r| r.deltanet.recurrent.clone()),
@@ -143,10 +195,7 @@ impl<B: Backend> Cache<B> {
                 .layers
                 .iter()
                 .map(|l| LayerCache {
-                    kv: KvCache {
-                        k: rep(&l.kv.k, rows),
-                        v: rep(&l.kv.v, rows),
-                    },
+                    kv: KvCache::filled(rep(&l.kv.keys(), rows), rep(&l.kv.values(), rows)),
                     deltanet: DeltaNetState {
                         conv: rep(&l.deltanet.conv, rows),
                         recurrent: rep(&l.deltanet.recurrent, rows),
@@ -197,10 +246,10 @@ impl<B: Backend> Cache<B> {
                     }
                 };
                 c.layers.push(LayerCache {
-                    kv: KvCache {
-                        k: layer.kv.k.as_ref().map(keep),
-                        v: layer.kv.v.as_ref().map(keep),
-                    },
+                    kv: KvCache::filled(
+                        layer.kv.keys().as_ref().map(keep),
+                        layer.kv.values().as_ref().map(keep),
+                    ),
                     deltanet: DeltaNetState {
                         conv: layer
                             .deltanet
@@ -266,4 +315,56 @@ fn cat_rows<B: Backend, const D: usize>(
         .map(|p| p.unwrap_or_else(|| Tensor::zeros(shape.clone(), &device)))
         .collect();
     Some(cat(parts, 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::cpu::backend::into_array;
+    use burn::backend::NdArray;
+
+    type B = NdArray<f32>;
+
+    fn filled(t: usize, x: f32) -> Tensor<B, 4> {
+        Tensor::full([2, 2, t, 4], x, &Default::default())
+    }
+
+    fn buffer_address(c: &KvCache<B>) -> usize {
+        into_array(c.k.clone().expect("a buffer")).as_ptr() as usize
+    }
+
+    #[test]
+    fn decode_steps_fill_spare_slots_in_place_and_clones_keep_their_own_keys() {
+        let mut c = KvCache::<B>::default();
+        c.append(filled(3, 1.0), filled(3, -1.0));
+        assert_eq!(c.k.as_ref().unwrap().dims()[2], 3 + SPARE_SLOTS);
+        let address = buffer_address(&c);
+        let (k, v) = c.append(filled(1, 2.0), filled(1, -2.0));
+        assert_eq!(buffer_address(&c), address, "written in place");
+        assert_eq!((k.dims(), v.dims()), ([2, 2, 4, 4], [2, 2, 4, 4]));
+        let last = |t: Tensor<B, 4>| t.narrow(2, 3, 1).into_data().to_vec::<f32>().unwrap();
+        assert!(last(k).iter().all(|&x| x == 2.0) && last(v).iter().all(|&x| x == -2.0));
+
+        // A clone (a prefix-cache entry) shares the buffer: the next append copies it first.
+        let snapshot = c.clone();
+        c.append(filled(1, 3.0), filled(1, -3.0));
+        assert_ne!(buffer_address(&c), address, "copied on write");
+        assert_eq!(snapshot.keys().unwrap().dims()[2], 4);
+        let slot = snapshot.k.unwrap().narrow(2, 4, 1);
+        assert!(slot
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .all(|&x| x == 0.0));
+
+        // Past the spare slots the buffer grows again, keeping every key.
+        let (k, _) = c.append(filled(SPARE_SLOTS, 4.0), filled(SPARE_SLOTS, -4.0));
+        assert_eq!(k.dims()[2], 5 + SPARE_SLOTS);
+        let keys = k.into_data().to_vec::<f32>().unwrap();
+        let per_pair = (5 + SPARE_SLOTS) * 4;
+        assert_eq!(keys[..4], [1.0; 4]);
+        assert_eq!(keys[4 * 4..per_pair][..4], [3.0; 4]);
+        assert_eq!(keys[per_pair - 4..per_pair], [4.0; 4]);
+    }
 }
