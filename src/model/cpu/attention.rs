@@ -99,39 +99,31 @@ fn pair_major(a: &ArcArray<f32, IxDyn>) -> (Cow<'_, [f32]>, usize) {
 }
 
 /// `q: [B, nh, T, hd]` against `k, v: [B, nkv, tk, hd]` (query head `h` reads kv head
-/// `h / (nh / nkv)`), with `visible(row, query, key)` saying which keys each query sees → `[B, nh,
-/// T, hd]`. Scores are scaled by `scale` before the softmax.
+/// `h / (nh / nkv)`), with `visible(row, query)` giving the key slots each query sees as two ranges
+/// in order (as for [`attend_many`]) → `[B, nh, T, hd]`. Scores are scaled by `scale` before the
+/// softmax. Only the visible keys are read: a decode step at a long context, or in a batch row with
+/// a long padding gap, costs its own keys, with no visibility test per key.
 pub fn attend<B: Backend>(
     q: Tensor<B, 4>,
     k: Tensor<B, 4>,
     v: Tensor<B, 4>,
     scale: f32,
-    visible: &(dyn Fn(usize, usize, usize) -> bool + Sync),
+    visible: &(dyn Fn(usize, usize) -> [Range<usize>; 2] + Sync),
 ) -> Tensor<B, 4> {
     for_each_pair(q, k, v, &|pair, out| {
         let hd = pair.hd;
-        let mut weights = vec![0.0f32; pair.keys()];
+        let mut weights = Vec::with_capacity(pair.keys());
         for (query, o) in out.chunks_exact_mut(hd).enumerate() {
-            let i = query % pair.t;
             let q = &pair.queries[query * hd..][..hd];
-            for (j, (w, key)) in weights
-                .iter_mut()
-                .zip(pair.keys.chunks_exact(hd))
-                .enumerate()
-            {
-                *w = if visible(pair.row, i, j) {
-                    dot(q, key) * scale
-                } else {
-                    f32::NEG_INFINITY
-                };
-            }
-            // A query that sees no key gets all-zero weights, so its output stays zero.
+            let ranges = visible(pair.row, query % pair.t);
+            let slots = || ranges.iter().flat_map(Clone::clone);
+            weights.clear();
+            weights.extend(slots().map(|j| dot(q, &pair.keys[j * hd..][..hd]) * scale));
+            // A query that sees no key has no weights, so its output stays zero.
             softmax_row(&mut weights);
-            for (&w, value) in weights.iter().zip(pair.values.chunks_exact(hd)) {
-                if w != 0.0 {
-                    for (o, &x) in o.iter_mut().zip(value) {
-                        *o += w * x;
-                    }
+            for (&w, j) in weights.iter().zip(slots()) {
+                for (o, &x) in o.iter_mut().zip(&pair.values[j * hd..][..hd]) {
+                    *o += w * x;
                 }
             }
         }

@@ -199,17 +199,13 @@ impl<B: Backend> Attention<B> {
                 (start, gap_of(starts, gaps, cached, row))
             };
             let (q, k, v) = (q.clone(), k.clone(), v.clone());
-            if t <= cpu::attention::FEW_QUERIES {
-                let visible = |row: usize, i: usize, j: usize| {
-                    let (start, gap) = row_at(row);
-                    visible(window, start, gap, i, j)
-                };
-                return cpu::attention::attend(q, k, v, scale, &visible);
-            }
             let ranges = |row: usize, i: usize| {
                 let (start, gap) = row_at(row);
                 visible_ranges(window, start, gap, i, tk)
             };
+            if t <= cpu::attention::FEW_QUERIES {
+                return cpu::attention::attend(q, k, v, scale, &ranges);
+            }
             return cpu::attention::attend_many(q, k, v, scale, &ranges);
         }
         if is_cpu_autodiff::<B>() {
