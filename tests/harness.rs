@@ -7,7 +7,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hat::harness::{check_dir, Harness, HarnessFile, LiveContext, Placement, Problem, SkillsMode};
+mod harness_support;
+
+use harness_support::placed_in_context;
+use hat::harness::{check_dir, Harness, HarnessFile, LiveContext, Problem, SkillsMode};
 use hat::record::Role;
 
 fn sample(name: &str) -> PathBuf {
@@ -828,27 +831,10 @@ fn render_follows_pipeline_order_and_limits() {
     assert!(prompt.find("听不清").unwrap() < prompt.find("每条回复不超过").unwrap());
 }
 
-/// The sample harness with its context-filled blocks (product, room, rules) in the context message.
-fn with_context_placement(h: &Harness) -> Harness {
-    h.edited(|files| {
-        let mut pipeline = h.pipeline().clone();
-        for b in &mut pipeline.blocks {
-            if ["current_product", "room_state", "active_rules"].contains(&b.name.as_str()) {
-                b.placement = Placement::Context;
-            }
-        }
-        files.insert(
-            "prompts/pipeline.toml".into(),
-            HarnessFile::text(pipeline.to_toml_text()),
-        );
-    })
-    .unwrap()
-}
-
 #[test]
 fn context_placement_keeps_the_system_prompt_the_same_for_every_room() {
     let h = Harness::load(sample("taolive")).unwrap();
-    let placed = with_context_placement(&h);
+    let placed = placed_in_context(&h, &["current_product", "room_state", "active_rules"]);
     assert!(placed.validate().is_empty(), "{}", show(&placed.validate()));
     let ctx = taolive_context();
     assert_eq!(h.render_prompt(&ctx).unwrap().context, None);

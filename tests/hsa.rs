@@ -3,13 +3,16 @@
 //! trajectories are consistent with their variant, and the oracle teacher's success rate is unchanged
 //! under random variants (task preservation, measured in the simulator).
 
+mod harness_support;
+
+use harness_support::placed_in_context;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use hat::agent::checks::schema_errors;
 use hat::agent::{Agent, SimEnv};
 use hat::harness::hooks::{Hook, OnFail};
-use hat::harness::{Harness, HarnessFile, LiveContext, Placement};
+use hat::harness::{Harness, LiveContext};
 use hat::hsa::matchers::drift;
 use hat::hsa::ops::rename_files;
 use hat::hsa::rewrite::compose;
@@ -747,21 +750,10 @@ fn stream_mode_rewrites_trajectories_consistently_with_their_variant() {
 /// system prompt and context message are both what the variant renders.
 #[test]
 fn stream_mode_rewrites_a_context_message_consistently_with_its_variant() {
-    let taolive = sample("taolive");
-    let placed = taolive
-        .edited(|files| {
-            let mut pipeline = taolive.pipeline().clone();
-            for b in &mut pipeline.blocks {
-                if ["current_product", "room_state", "active_rules"].contains(&b.name.as_str()) {
-                    b.placement = Placement::Context;
-                }
-            }
-            files.insert(
-                "prompts/pipeline.toml".into(),
-                HarnessFile::text(pipeline.to_toml_text()),
-            );
-        })
-        .unwrap();
+    let placed = placed_in_context(
+        &sample("taolive"),
+        &["current_product", "room_state", "active_rules"],
+    );
     // On disk: the rollouts run the harness's command hooks.
     let dir = tempfile::tempdir().unwrap();
     placed.write_to(dir.path().join("h")).unwrap();
@@ -772,17 +764,7 @@ fn stream_mode_rewrites_a_context_message_consistently_with_its_variant() {
 /// re-renders static blocks in the system prompt only, so it says so instead of keeping stale text.
 #[test]
 fn a_static_block_in_the_context_message_is_refused_by_name() {
-    let taolive = sample("taolive");
-    let placed = taolive
-        .edited(|files| {
-            let mut pipeline = taolive.pipeline().clone();
-            pipeline.blocks[0].placement = Placement::Context;
-            files.insert(
-                "prompts/pipeline.toml".into(),
-                HarnessFile::text(pipeline.to_toml_text()),
-            );
-        })
-        .unwrap();
+    let placed = placed_in_context(&sample("taolive"), &["persona"]);
     let spec = spec(all_on(), &[], Pool::Train);
     let err = Augmenter::new(&placed, &spec, 9, 4).err().expect("refused");
     let msg = format!("{err:#}");

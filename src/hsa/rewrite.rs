@@ -471,6 +471,7 @@ impl Augmenter {
             }
         }
         let (mut rounds, mut calls) = (0u64, 0u64);
+        let context_message = context_message_index(r);
         for (i, m) in r.messages.iter().enumerate() {
             match m.role {
                 Role::Assistant => {
@@ -508,7 +509,7 @@ impl Augmenter {
                         needs.replies.push(m.text_content());
                     }
                 }
-                Role::User if Some(i) == context_message_index(r) => {}
+                Role::User if Some(i) == context_message => {}
                 Role::User if i > 0 && m.text_content().starts_with(RUNTIME_NOTE) => {
                     needs.runtime_notes.insert(i);
                 }
