@@ -25,7 +25,7 @@ use clap::ValueEnum;
 use hat::model::generation::agreement::agreement;
 use hat::model::io::checkpoint::{save, ExpertLayout, SaveOptions};
 use hat::model::presets::preset;
-use hat::model::{CausalLm, ModelConfig, WeightDtype};
+use hat::model::{Cache, CausalLm, ModelConfig, WeightDtype};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -69,26 +69,24 @@ fn measure(m: &CausalLm<B>, prompt_len: usize, decode: usize, batch: usize) -> V
         .expect("warm-up");
 
     let mut best_prefill = f64::MAX;
-    let mut caches = Vec::new();
+    let mut cache = m.new_cache();
     let mut last_logits = Vec::new();
     for _ in 0..3 {
-        let mut cache = m.new_cache();
+        cache = m.new_cache();
         let t0 = Instant::now();
         last_logits = m.prefill(&prompt, &mut cache).expect("prefill");
         best_prefill = best_prefill.min(t0.elapsed().as_secs_f64());
-        caches.push(cache);
     }
-    let decode_rate = |n: usize, caches: &mut Vec<_>| -> f64 {
-        let t0 = Instant::now();
-        for step in 0..decode {
-            let tokens: Vec<u32> = (0..n as u32).map(|r| (r * 31 + step as u32) % v).collect();
-            m.decode_step(&tokens, &mut caches[..n]).expect("decode");
-        }
-        (n * decode) as f64 / t0.elapsed().as_secs_f64()
-    };
-    let single = decode_rate(1, &mut caches);
-    // Batched decode: `batch` sequences of different lengths (the prefilled one plus shorter ones).
-    let mut batch_caches: Vec<_> = (0..batch)
+    let t0 = Instant::now();
+    for step in 0..decode {
+        m.decode_step(&[step as u32 % v], std::slice::from_mut(&mut cache))
+            .expect("decode");
+    }
+    let single = decode as f64 / t0.elapsed().as_secs_f64();
+    // Batched decode: `batch` sequences of different lengths (the prefilled one plus shorter ones),
+    // stacked once into the persistent batch the serve engine decodes step after step (stacking
+    // them again on every step would measure a copy of every cache, not the decode).
+    let rows: Vec<_> = (0..batch)
         .map(|r| {
             let mut c = m.new_cache();
             m.prefill(&prompt[..prompt_len - r * 4], &mut c)
@@ -96,7 +94,15 @@ fn measure(m: &CausalLm<B>, prompt_len: usize, decode: usize, batch: usize) -> V
             c
         })
         .collect();
-    let batched = decode_rate(batch, &mut batch_caches);
+    let mut stacked = Cache::stack(&rows).expect("stack");
+    let t0 = Instant::now();
+    for step in 0..decode {
+        let tokens: Vec<Vec<u32>> = (0..batch as u32)
+            .map(|r| vec![(r * 31 + step as u32) % v])
+            .collect();
+        m.extend_stacked(&tokens, &mut stacked).expect("decode");
+    }
+    let batched = (batch * decode) as f64 / t0.elapsed().as_secs_f64();
     json!({
         "prefill_tokens_per_s": prompt_len as f64 / best_prefill,
         "decode_tokens_per_s": single,

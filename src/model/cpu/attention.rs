@@ -4,8 +4,9 @@
 //! Through burn, each decode step of each attention layer transposed and copied the whole key cache
 //! for a matrix product of one query row, built the score mask, and ran softmax as several
 //! allocating passes: on `small`, decoding after a 512-token prompt ran at ~70 % of the speed after
-//! a 128-token one. Here every query reads the keys and values in place, once, one (row, kv head)
-//! pair per part of [`spin_team`].
+//! a 128-token one. Here the keys and values are read in place, one (row, kv head) pair per part of
+//! [`spin_team`], and the query heads that share a kv head take their scores and outputs as two
+//! matrix products together, so each key is read once per position, not once per query head.
 //!
 //! Prefill (many queries, [`attend_many`]) ran as burn's blocked matrix products on one thread, with
 //! a materialised mask and an allocating softmax: about a quarter of a long prompt's prefill of
@@ -102,7 +103,11 @@ fn pair_major(a: &ArcArray<f32, IxDyn>) -> (Cow<'_, [f32]>, usize) {
 /// `h / (nh / nkv)`), with `visible(row, query)` giving the key slots each query sees as two ranges
 /// in order (as for [`attend_many`]) → `[B, nh, T, hd]`. Scores are scaled by `scale` before the
 /// softmax. Only the visible keys are read: a decode step at a long context, or in a batch row with
-/// a long padding gap, costs its own keys, with no visibility test per key.
+/// a long padding gap, costs its own keys. The `rep` query heads that share a kv head take their
+/// scores and outputs together, as two matrix products per visible range (`[rep, hd] × [hd, n]`,
+/// then `[rep, n] × [n, hd]`), so each key and value is read once per position instead of once per
+/// query head: at a 4,000-token context a pair's keys are a megabyte, past what stays in cache
+/// from one query head to the next.
 pub fn attend<B: Backend>(
     q: Tensor<B, 4>,
     k: Tensor<B, 4>,
@@ -111,20 +116,55 @@ pub fn attend<B: Backend>(
     visible: &(dyn Fn(usize, usize) -> [Range<usize>; 2] + Sync),
 ) -> Tensor<B, 4> {
     for_each_pair(q, k, v, &|pair, out| {
-        let hd = pair.hd;
-        let mut weights = Vec::with_capacity(pair.keys());
-        for (query, o) in out.chunks_exact_mut(hd).enumerate() {
-            let q = &pair.queries[query * hd..][..hd];
-            let ranges = visible(pair.row, query % pair.t);
-            let slots = || ranges.iter().flat_map(Clone::clone);
-            weights.clear();
-            weights.extend(slots().map(|j| dot(q, &pair.keys[j * hd..][..hd]) * scale));
-            // A query that sees no key has no weights, so its output stays zero.
-            softmax_row(&mut weights);
-            for (&w, j) in weights.iter().zip(slots()) {
-                for (o, &x) in o.iter_mut().zip(&pair.values[j * hd..][..hd]) {
-                    *o += w * x;
-                }
+        let (t, hd) = (pair.t, pair.hd);
+        let rep = pair.queries.len() / (t * hd);
+        let mut scores = Vec::new();
+        for query in 0..t {
+            let ranges = visible(pair.row, query);
+            let ranges: Vec<&Range<usize>> = ranges.iter().filter(|r| !r.is_empty()).collect();
+            let n: usize = ranges.iter().map(|r| r.len()).sum();
+            if n == 0 {
+                continue; // no key visible: the outputs stay zero
+            }
+            // Query head h's row is at (h·t + query)·hd: rows `t·hd` apart.
+            let (queries, o) = (&pair.queries[query * hd..], &mut out[query * hd..]);
+            scores.resize(rep * n, 0.0);
+            let mut at = 0;
+            for r in &ranges {
+                // SAFETY: `scores` is `rep × n` and this range fills its columns `at..at + len`;
+                // the `rep` query rows lie `t·hd` apart within the pair's queries, and the keys
+                // `r` (read transposed) within its keys, as `visible` stays below `tk`.
+                unsafe {
+                    product(
+                        [rep, r.len(), hd],
+                        (scores[at..].as_mut_ptr(), n),
+                        (queries.as_ptr(), t * hd, 1),
+                        (pair.keys[r.start * hd..].as_ptr(), 1, hd),
+                        scale,
+                        false,
+                    )
+                };
+                at += r.len();
+            }
+            scores.chunks_exact_mut(n).for_each(|row| {
+                softmax_row(row);
+            });
+            let mut at = 0;
+            for (i, r) in ranges.iter().enumerate() {
+                // SAFETY: the outputs are this pair's own `rep` rows `t·hd` apart, the weights
+                // columns `at..at + len` of `scores`, the values `r`; the second range adds to
+                // what the first wrote.
+                unsafe {
+                    product(
+                        [rep, hd, r.len()],
+                        (o.as_mut_ptr(), t * hd),
+                        (scores[at..].as_ptr(), n, 1),
+                        (pair.values[r.start * hd..].as_ptr(), hd, 1),
+                        1.0,
+                        i > 0,
+                    )
+                };
+                at += r.len();
             }
         }
     })
@@ -172,10 +212,11 @@ pub fn attend_many<B: Backend>(
                 unsafe {
                     product(
                         [len, seen, hd],
-                        s.as_mut_ptr(),
+                        (s.as_mut_ptr(), seen),
                         (queries.as_ptr(), hd, 1),
                         (pair.keys.as_ptr(), 1, hd),
                         scale,
+                        false,
                     )
                 };
                 for (srow, r) in s.chunks_exact_mut(seen).zip(&ranges) {
@@ -194,10 +235,11 @@ pub fn attend_many<B: Backend>(
                 unsafe {
                     product(
                         [len, hd, seen],
-                        o.as_mut_ptr(),
+                        (o.as_mut_ptr(), hd),
                         (s.as_ptr(), seen, 1),
                         (pair.values.as_ptr(), hd, 1),
                         1.0,
+                        false,
                     )
                 };
             }
@@ -205,55 +247,39 @@ pub fn attend_many<B: Backend>(
     })
 }
 
-/// `dst = scale · a · b` on the calling thread, for `[m, n, k]`: `dst` is `m × n` row-major, `a`
-/// is `m × k` and `b` is `k × n`, each given as (pointer, row stride, column stride).
+/// `dst = scale · a · b` (or `dst += scale · a · b` when `add`) on the calling thread, for
+/// `[m, n, k]`: `dst` is `m × n` (pointer, row stride; columns contiguous), `a` is `m × k` and `b`
+/// is `k × n`, each given as (pointer, row stride, column stride).
 ///
 /// # Safety
 /// The pointers must cover the shapes under their strides, and `dst` must not alias `a` or `b`.
 unsafe fn product(
     [m, n, k]: [usize; 3],
-    dst: *mut f32,
+    dst: (*mut f32, usize),
     a: (*const f32, usize, usize),
     b: (*const f32, usize, usize),
     scale: f32,
+    add: bool,
 ) {
     gemm::gemm(
         m,
         n,
         k,
-        dst,
+        dst.0,
         1,
-        n as isize,
-        false,
+        dst.1 as isize,
+        add,
         a.0,
         a.2 as isize,
         a.1 as isize,
         b.0,
         b.2 as isize,
         b.1 as isize,
-        0.0,
+        if add { 1.0 } else { 0.0 },
         scale,
         false,
         false,
         false,
         gemm::Parallelism::None,
     )
-}
-
-/// `a · b` in eight independent lanes (which the compiler keeps in vector registers), then summed.
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a_chunks
-        .remainder()
-        .iter()
-        .zip(b_chunks.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in a_chunks.zip(b_chunks) {
-        for l in 0..8 {
-            lanes[l] += x[l] * y[l];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
 }
