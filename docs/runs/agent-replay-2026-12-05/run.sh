@@ -5,14 +5,14 @@
 # so that the system prompt and the tool schemas are one prefix shared by every request.
 # Usage: D=/tmp/agent-replay N=110 ROUNDS=1 LAYOUTS="shipped context" SERVE_ARGS="--prefill-chunk 64" \
 #          bash docs/runs/agent-replay-2026-12-05/run.sh
-# Needs the release binaries (cargo build --release). Writes $D/<layout>-<round>/ (replay-bench's
+# Needs the release binaries (cargo build --release; BIN=DIR takes them from DIR). Writes $D/<layout>-<round>/ (replay-bench's
 # summary.json, requests.csv, cdf.svg) and $D/metrics-<layout>-<round>.txt (the server's /metrics).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 D=${D:-/tmp/agent-replay}
 N=${N:-110}
 ROUNDS=${ROUNDS:-1}
-BIN=target/release
+BIN=${BIN:-target/release}
 mkdir -p "$D"
 [ -f "$D/tokenizer/tokenizer.json" ] || "$BIN/hat" tokenizer train --harness harness-samples/taolive \
   --text testdata/ifeval/input_data.jsonl --vocab-size 4096 --out "$D/tokenizer" >/dev/null
