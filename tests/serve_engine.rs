@@ -38,7 +38,10 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Sequences join a running batch in two waves, some leave, and the rest go on: every step's
-/// logits equal decoding each sequence alone, and greedy decoding picks the same tokens.
+/// logits equal decoding each sequence alone, and greedy decoding picks the same tokens. Joins
+/// and departures take both ways through `Cache::join` and `Cache::keep_rows`: rows stacked
+/// again (a joiner longer than the batch; the longest leaving) and rows added or picked in place
+/// (a shorter joiner; a short one leaving).
 #[test]
 fn persistent_batch_decodes_like_single_sequences() {
     let mut m = tiny(300);
@@ -97,6 +100,13 @@ fn persistent_batch_decodes_like_single_sequences() {
         step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
     }
     assert_eq!(batch.rows(), 4);
+    // A short sequence leaves while the longest stays: the kept rows are picked out in place.
+    m.keep(&mut batch, &[0, 2, 3]).unwrap();
+    rows = vec![1, 4, 5];
+    for i in 0..3 {
+        let what = format!("after a short one left, step {i}");
+        step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
+    }
     m.keep(&mut batch, &[]).unwrap();
     assert_eq!(batch.rows(), 0);
 }

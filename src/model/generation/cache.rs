@@ -10,6 +10,7 @@
 //! into single-sequence caches without the padding.
 
 use crate::model::cpu::backend::{cat, compact, is_cpu};
+use crate::model::host::ints;
 use anyhow::{bail, Result};
 use burn::prelude::*;
 
@@ -86,6 +87,35 @@ impl<B: Backend> KvCache<B> {
             self.keys().expect("just appended"),
             self.values().expect("just appended"),
         )
+    }
+}
+
+impl<B: Backend> KvCache<B> {
+    /// This batch's buffers with `rows` (single sequences, none longer than the filled slots)
+    /// below them, each padded with zeros to the buffer's slots, spare ones included.
+    fn with_rows_below<'a>(self, rows: impl Iterator<Item = &'a KvCache<B>>) -> Self
+    where
+        B: 'a,
+    {
+        let (Some(k), Some(v)) = (self.k, self.v) else {
+            return Self::default(); // no attention in this layer
+        };
+        let [_, h, slots, d] = k.dims();
+        let padded = |t: Option<Tensor<B, 4>>| {
+            let len = t.as_ref().map_or(0, |t| t.dims()[2]);
+            let zeros = (len < slots).then(|| Tensor::zeros([1, h, slots - len, d], &k.device()));
+            cat(t.into_iter().chain(zeros).collect(), 2)
+        };
+        let (mut ks, mut vs) = (vec![k.clone()], vec![v]);
+        for r in rows {
+            ks.push(padded(r.keys()));
+            vs.push(padded(r.values()));
+        }
+        Self {
+            k: Some(cat(ks, 0)),
+            v: Some(cat(vs, 0)),
+            len: self.len,
+        }
     }
 }
 
@@ -268,37 +298,125 @@ impl<B: Backend> Cache<B> {
         out
     }
 
-    /// This batch (or single cache) with `more` single-sequence caches added as its last rows: the
-    /// rows already in it are split out and everything is stacked again (two copies of the batch,
-    /// paid when a sequence joins, not on every step).
+    /// This batch (or single cache) with `more` single-sequence caches added as its last rows.
+    /// When none is longer than the batch, each new row is padded to the batch's key slots (its
+    /// spare ones included) and appended below the others, whose places and gaps stay: one copy of
+    /// the batch, and the next decode step still appends in place. A longer one needs every row
+    /// padded again: the rows are split out and stacked again (two copies, and a third when the
+    /// next step grows the buffer).
     pub fn join(self, more: Vec<Cache<B>>) -> Result<Self> {
-        let mut rows = if self.row_lens.is_some() {
-            self.unstack()
-        } else {
-            vec![self]
+        if let Some(i) = more.iter().position(|c| c.row_lens.is_some()) {
+            bail!("cache {i} to join is already a batch");
+        }
+        let fits = more.iter().all(|c| c.seq_len <= self.seq_len);
+        let (Some(mut lens), Some(mut gaps), true) =
+            (self.row_lens.clone(), self.gaps.clone(), fits)
+        else {
+            let mut rows = if self.row_lens.is_some() {
+                self.unstack()
+            } else {
+                vec![self]
+            };
+            rows.extend(more);
+            return Self::stack(&rows);
         };
-        rows.extend(more);
-        Self::stack(&rows)
+        for c in &more {
+            lens.push(c.seq_len);
+            gaps.push((c.seq_len, self.seq_len));
+        }
+        let layers = self
+            .layers
+            .into_iter()
+            .enumerate()
+            .map(|(l, layer)| {
+                let rows: Vec<&LayerCache<B>> = more.iter().map(|c| &c.layers[l]).collect();
+                LayerCache {
+                    kv: layer.kv.with_rows_below(rows.iter().map(|r| &r.kv)),
+                    deltanet: DeltaNetState {
+                        conv: below(
+                            layer.deltanet.conv,
+                            cat_rows(&rows, |r| r.deltanet.conv.clone()),
+                        ),
+                        recurrent: below(
+                            layer.deltanet.recurrent,
+                            cat_rows(&rows, |r| r.deltanet.recurrent.clone()),
+                        ),
+                    },
+                }
+            })
+            .collect();
+        Ok(Self {
+            layers,
+            seq_len: self.seq_len,
+            row_lens: Some(lens),
+            gaps: Some(gaps),
+        })
     }
 
-    /// The batch of rows `keep` (in that order), stacked again: the padding that only the rows
-    /// leaving needed (the longest one's length) goes with them instead of staying in every
-    /// kept row for the rest of its decoding. Two copies of the batch, when sequences leave.
+    /// The batch of rows `keep` (in that order). The kept rows are picked out of the batch as they
+    /// are (one copy; places, gaps and spare slots kept), unless the rows leaving held most of the
+    /// padding — the longest kept row a quarter or more shorter than the batch — when they are
+    /// split out and stacked again so that the padding goes with them (two copies).
     pub fn keep_rows(self, keep: &[usize]) -> Result<Self> {
-        if self.row_lens.is_none() {
+        let (Some(lens), Some(gaps)) = (self.row_lens.clone(), self.gaps.clone()) else {
             bail!("keep_rows needs a stacked batch");
+        };
+        let n = lens.len();
+        let mut seen = vec![false; n];
+        for &r in keep {
+            if r >= n || std::mem::replace(&mut seen[r], true) {
+                bail!("row {r} is not in the batch of {n} (or kept twice)");
+            }
         }
-        let n = self.rows();
-        let mut rows: Vec<Option<Cache<B>>> = self.unstack().into_iter().map(Some).collect();
-        let kept = keep
-            .iter()
-            .map(|&r| match rows.get_mut(r).and_then(Option::take) {
-                Some(c) => Ok(c),
-                None => bail!("row {r} is not in the batch of {n} (or kept twice)"),
+        let longest_kept = keep.iter().map(|&r| lens[r]).max().unwrap_or(0);
+        if longest_kept * 4 < self.seq_len * 3 {
+            let mut rows: Vec<Option<Cache<B>>> = self.unstack().into_iter().map(Some).collect();
+            let kept: Vec<Cache<B>> = keep.iter().filter_map(|&r| rows[r].take()).collect();
+            return Self::stack(&kept);
+        }
+        let device = self.layers.iter().find_map(|l| {
+            let kv = l.kv.k.as_ref().map(Tensor::device);
+            kv.or_else(|| l.deltanet.recurrent.as_ref().map(Tensor::device))
+        });
+        let Some(device) = device else {
+            bail!("keep_rows: the batch holds no state");
+        };
+        let picked = ints::<B, 1>(
+            keep.iter().map(|&r| r as i64).collect(),
+            [keep.len()],
+            &device,
+        );
+        let pick4 = |t: Option<Tensor<B, 4>>| t.map(|t| t.select(0, picked.clone()));
+        let layers = self
+            .layers
+            .into_iter()
+            .map(|l| LayerCache {
+                kv: KvCache {
+                    k: pick4(l.kv.k),
+                    v: pick4(l.kv.v),
+                    len: l.kv.len,
+                },
+                deltanet: DeltaNetState {
+                    conv: l.deltanet.conv.map(|t| t.select(0, picked.clone())),
+                    recurrent: pick4(l.deltanet.recurrent),
+                },
             })
-            .collect::<Result<Vec<_>>>()?;
-        Self::stack(&kept)
+            .collect();
+        Ok(Self {
+            layers,
+            seq_len: self.seq_len,
+            row_lens: Some(keep.iter().map(|&r| lens[r]).collect()),
+            gaps: Some(keep.iter().map(|&r| gaps[r]).collect()),
+        })
     }
+}
+
+/// `new` rows below a batch's `rows` of one state (none in a layer without it).
+fn below<B: Backend, const D: usize>(
+    rows: Option<Tensor<B, D>>,
+    new: Option<Tensor<B, D>>,
+) -> Option<Tensor<B, D>> {
+    rows.map(|t| cat(std::iter::once(t).chain(new).collect(), 0))
 }
 
 /// Concatenates one optional per-row tensor along the batch; rows without one (fresh sequences)
