@@ -15,7 +15,7 @@
 //!
 //! `HAT_BENCH_PROMPT` (default 128) and `HAT_BENCH_DECODE` (default 64) set the prompt length
 //! and the number of decoded tokens, `HAT_BENCH_DECODE_BATCH` (default 4) the rows of the batched
-//! decode, `HAT_BENCH_DTYPES` (default `f32,bf16,int8`) the weight types measured,
+//! decode (one persistent batch, as the serve engine decodes), `HAT_BENCH_DTYPES` (default `f32,bf16,int8`) the weight types measured,
 //! `HAT_BENCH_AGREE` (default 256; 0 skips it) the tokens of the comparison with f32. `HAT_BENCH_CHECKPOINT=DIR`
 //! measures that checkpoint instead of the random presets: random weights say little about what
 //! rounding costs a trained model (a random `small` is chaotic: rounding flips most greedy tokens).
