@@ -88,9 +88,7 @@ impl<B: Backend> KvCache<B> {
             self.values().expect("just appended"),
         )
     }
-}
 
-impl<B: Backend> KvCache<B> {
     /// This batch's buffers with `rows` (single sequences, none longer than the filled slots)
     /// below them, each padded with zeros to the buffer's slots, spare ones included.
     fn with_rows_below<'a>(self, rows: impl Iterator<Item = &'a KvCache<B>>) -> Self
