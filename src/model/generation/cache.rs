@@ -353,7 +353,7 @@ impl<B: Backend> Cache<B> {
 
     /// The batch of rows `keep` (in that order). The kept rows are picked out of the batch as they
     /// are (one copy; places, gaps and spare slots kept), unless the rows leaving held most of the
-    /// padding — the longest kept row a quarter or more shorter than the batch — when they are
+    /// padding — the longest kept row more than a quarter shorter than the batch — when they are
     /// split out and stacked again so that the padding goes with them (two copies).
     pub fn keep_rows(self, keep: &[usize]) -> Result<Self> {
         let (Some(lens), Some(gaps)) = (self.row_lens.clone(), self.gaps.clone()) else {
