@@ -146,7 +146,7 @@ fn main() {
         .map(|cfg| cfg.hidden_size)
         .max()
         .unwrap_or(0);
-    hat::train::heap::keep_freed_memory(widest);
+    hat::heap::keep_freed_memory(widest);
     println!(
         "train bench: batch {batch}, {steps} timed steps after 1 warm-up, AdamW lr {LR}, CPU NdArray f32 autodiff, {threads} threads"
     );

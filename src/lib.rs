@@ -13,6 +13,7 @@ pub mod fresh_ids;
 pub mod fuzz;
 pub mod general;
 pub mod harness;
+pub mod heap;
 pub mod hsa;
 pub mod jsonl;
 pub mod judge;

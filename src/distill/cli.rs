@@ -26,7 +26,7 @@ use crate::sim::cli::CatalogSource;
 use crate::sim::faults::FaultPlan;
 use crate::train::checkpoint;
 use crate::train::data::load_views;
-use crate::train::heap;
+use crate::heap;
 use crate::train::optim::{AdamWConfig, LrSchedulerType};
 use crate::train::trainer::{self, DevMetrics, RunDirs, TrainConfig, TrainData};
 use crate::train::view::{check_tokenizer_fits, SegmentKind, ViewBuilder};

@@ -18,7 +18,7 @@ use super::trainer::{train, OpdConfig, OpdLoss, Prompt, RunInputs};
 use crate::judge::ifeval::InputExample;
 use crate::model::CausalLm;
 use crate::policy::prompt_logprobs::PromptLogprobsConfig;
-use crate::train::heap;
+use crate::heap;
 use crate::train::optim::AdamWConfig;
 use crate::train::run_args::RunArgs;
 

@@ -24,7 +24,7 @@ use crate::record::Trajectory;
 use crate::sim::cli::CatalogSource;
 use crate::sim::faults::FaultPlan;
 use crate::train::checkpoint;
-use crate::train::heap;
+use crate::heap;
 use crate::train::optim::AdamWConfig;
 use crate::train::run_args::RunArgs;
 use crate::train::view::ViewBuilder;

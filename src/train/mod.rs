@@ -10,14 +10,12 @@
 //! checkpoint.rs  HF directory + optimizer + trainer state, atomic, checksummed; a run's save schedule
 //! run_args.rs    the flags `opd` and `grpo-train` share (out, steps, schedule, checkpoints, resume)
 //! metrics.rs     metrics.jsonl and the loss plot (SVG)
-//! heap.rs        allocator settings that keep a training step's freed memory for the next step
 //! interrupt.rs   Ctrl-C ends a run after its step, with a checkpoint
 //! ```
 
 pub mod batch;
 pub mod checkpoint;
 pub mod data;
-pub mod heap;
 pub mod interrupt;
 pub mod metrics;
 pub mod optim;

@@ -1,12 +1,14 @@
-//! Allocator settings for a training process.
+//! Allocator settings for a process that trains or serves a model on the CPU.
 //!
 //! A CPU training step allocates and frees hundreds of megabytes (activations, their gradients,
-//! logits over the vocabulary) in buffers of up to tens of megabytes. glibc's defaults hand such
-//! buffers back to the kernel when they are freed — buffers over the mmap threshold are unmapped,
-//! free space above the trim threshold at the top of the heap is released — and every step then
-//! faults the same pages in again, zeroed by the kernel. So a training process keeps what it frees:
-//! no unmapping below glibc's 32 MiB cap, no trimming, the heap grown 256 MiB at a time. Memory
-//! then stays at the run's peak, which a training run reaches in its first steps anyway.
+//! logits over the vocabulary) in buffers of up to tens of megabytes, and so does a serving engine
+//! (KV buffers of a few megabytes a sequence, copied when sequences join or a cached prefix is
+//! continued). glibc's defaults hand such buffers back to the kernel when they are freed — buffers
+//! over the mmap threshold are unmapped, free space above the trim threshold at the top of the heap
+//! is released — and every step then faults the same pages in again, zeroed by the kernel. So these
+//! processes keep what they free: no unmapping below glibc's 32 MiB cap, no trimming, the heap grown
+//! 256 MiB at a time. Memory then stays at the run's peak, which a training run reaches in its first
+//! steps and a server under load soon after.
 //!
 //! The micro-batch threads also each allocate from an arena of their own, whose heaps are capped at
 //! 64 MiB and released the same way. For a wide model one shared arena is better: its buffers are
@@ -20,7 +22,7 @@
 /// Models at least this wide train from one arena (see above; `tiny` is 64, `small` 512).
 const ONE_ARENA_MIN_WIDTH: usize = 256;
 
-/// Applies the settings above for training a model of `hidden_size`. Call it before any other
+/// Applies the settings above for a model of `hidden_size`. Call it before any other
 /// thread allocates (a thread keeps the arena it first allocated from). Without glibc it does nothing.
 pub fn keep_freed_memory(hidden_size: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
