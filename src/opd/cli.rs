@@ -15,10 +15,10 @@ use super::gjsd::GjsdConfig;
 use super::reverse_kl::{LossFn, ReverseKlConfig};
 use super::teacher::{check_compatible, EndpointTeacher, Teacher, Teachers};
 use super::trainer::{train, OpdConfig, OpdLoss, Prompt, RunInputs};
+use crate::heap;
 use crate::judge::ifeval::InputExample;
 use crate::model::CausalLm;
 use crate::policy::prompt_logprobs::PromptLogprobsConfig;
-use crate::heap;
 use crate::train::optim::AdamWConfig;
 use crate::train::run_args::RunArgs;
 
