@@ -12,6 +12,7 @@ const LAYERS: &[&[&str]] = &[
         "rng",
         "fresh_ids",
         "evidence",
+        "heap",
         "records_cli",
     ],
     &["harness", "chat", "tokenizer", "tokenizer_cli"],
