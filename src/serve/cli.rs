@@ -186,7 +186,7 @@ fn run(args: ServeArgs) -> Result<()> {
         None => None,
     };
     let agent_on = agent.is_some();
-    // Before the engine thread starts: the agent replay of `small` on 2 cores served 96–106
+    // Before the engine thread starts: the agent replay of `small` on 2 cores served 99–111
     // generated tok/s with these settings against 72–86 without (docs/serving-performance.md).
     crate::heap::keep_freed_memory(model.model.config.hidden_size);
     let weight_bytes = model.model.weight_bytes();

@@ -384,19 +384,18 @@ impl<B: Backend> Cache<B> {
             [keep.len()],
             &device,
         );
-        let pick4 = |t: Option<Tensor<B, 4>>| t.map(|t| t.select(0, picked.clone()));
         let layers = self
             .layers
             .into_iter()
             .map(|l| LayerCache {
                 kv: KvCache {
-                    k: pick4(l.kv.k),
-                    v: pick4(l.kv.v),
+                    k: pick_rows(l.kv.k, &picked),
+                    v: pick_rows(l.kv.v, &picked),
                     len: l.kv.len,
                 },
                 deltanet: DeltaNetState {
-                    conv: l.deltanet.conv.map(|t| t.select(0, picked.clone())),
-                    recurrent: pick4(l.deltanet.recurrent),
+                    conv: pick_rows(l.deltanet.conv, &picked),
+                    recurrent: pick_rows(l.deltanet.recurrent, &picked),
                 },
             })
             .collect();
@@ -407,6 +406,14 @@ impl<B: Backend> Cache<B> {
             gaps: Some(keep.iter().map(|&r| gaps[r]).collect()),
         })
     }
+}
+
+/// Rows `picked` of a batch's state (none in a layer without it).
+fn pick_rows<B: Backend, const D: usize>(
+    rows: Option<Tensor<B, D>>,
+    picked: &Tensor<B, 1, Int>,
+) -> Option<Tensor<B, D>> {
+    rows.map(|t| t.select(0, picked.clone()))
 }
 
 /// `new` rows below a batch's `rows` of one state (none in a layer without it).
