@@ -398,18 +398,23 @@ fn text_stop_strings_cut_the_text_and_end_generation() {
 }
 
 /// Turns of one conversation share their first blocks: with the prefix cache the later turns start
-/// from stored states, and every generation (tokens and log-probs) is the same bit for bit as on a
-/// generator whose cache was cold — in any order — and agrees with one-piece prefill to 1e-4;
-/// new weights drop the stored states.
+/// from stored states (block ends, a prompt's last chunk boundary, where prompts part), and every
+/// generation (tokens and log-probs) is the same bit for bit as on a generator whose cache was
+/// cold — in any order — and agrees with one-piece prefill to 1e-4; new weights drop the stored
+/// states.
 #[test]
 fn prefix_cached_generation_does_not_depend_on_what_ran_before() {
     let dir = tiny_dir(8);
     let load = || TextGenerator::<B>::load(dir.path(), &Default::default()).unwrap();
     // ~600 + ~900 token prompts sharing a prefix of whole blocks and more.
     let base: String = (0..120).map(|i| format!("这款羽绒服¥{i}，")).collect();
+    // The third parts from the first two inside their shared start, where neither stored a
+    // state: after them it stores one there, which a cold generator does not.
+    let cut: String = base.chars().take(base.chars().count() * 3 / 4).collect();
     let prompts = [
         format!("{base}库存还有"),
         format!("{base}{}", "price 7 left 3 ".repeat(40)),
+        format!("{cut}尺码偏大吗？"),
     ];
     let params = SamplingParams {
         temperature: 1.0,
@@ -425,8 +430,8 @@ fn prefix_cached_generation_does_not_depend_on_what_ran_before() {
             .generation
     };
     let warm = load();
-    let in_order = [run(&warm, 0), run(&warm, 1), run(&warm, 0)];
-    let cold = [run(&load(), 0), run(&load(), 1)];
+    let in_order = [run(&warm, 0), run(&warm, 1), run(&warm, 0), run(&warm, 2)];
+    let cold = [run(&load(), 0), run(&load(), 1), run(&load(), 2)];
     assert!(
         g_len(&warm, &prompts[0]) > 512,
         "the prompts span whole blocks"
@@ -437,6 +442,7 @@ fn prefix_cached_generation_does_not_depend_on_what_ran_before() {
         "the second prompt started from the first's blocks"
     );
     assert_eq!(in_order[2], cold[0], "and the first again from its own");
+    assert_eq!(in_order[3], cold[2], "the third parted from both");
 
     let whole = run(&load().with_prefix_cache(0), 1);
     let (a, b) = (whole.logprobs.unwrap(), cold[1].clone().logprobs.unwrap());

@@ -52,7 +52,7 @@ impl<B: Backend> BurnModel<B> {
     pub fn new(model: CausalLm<B>, dtype: WeightDtype, device: B::Device) -> Self {
         BurnModel {
             model,
-            prefixes: PrefixCache::new(PREFIX_BLOCK, ENTRIES),
+            prefixes: PrefixCache::new(ENTRIES),
             mtp_drafts: 0,
             dtype,
             device,
@@ -84,7 +84,7 @@ impl<B: Backend> BurnModel<B> {
 
     /// Keeps at most `entries` prefix states (0 disables prefix caching).
     pub fn with_prefix_cache(mut self, entries: usize) -> Self {
-        self.prefixes = PrefixCache::new(PREFIX_BLOCK, entries);
+        self.prefixes = PrefixCache::new(entries);
         self
     }
 
@@ -116,32 +116,39 @@ impl<B: Backend> BurnModel<B> {
         }
     }
 
-    /// Advances `p` through `prompt[p.pos..to]`, stopping at each prefix-cache block boundary on
+    /// Advances `p` through `prompt[p.pos..to]`, stopping at each of the prefix cache's stops on
     /// the way to store the state there (so that a prompt later in the same batch, or a later
     /// request, that shares the prefix finds it).
     fn advance_to(&mut self, prompt: &[u32], p: &mut Partial<Cache<B>>, to: usize) -> Result<()> {
-        let stops: Vec<usize> = self.prefixes.boundaries(p.pos, to).collect();
-        for b in stops.into_iter().chain((p.pos < to).then_some(to)) {
-            self.model.advance(&prompt[p.pos..b], &mut p.state)?;
-            if self.prefixes.is_boundary(b) {
+        let stops = self.prefixes.stops(prompt, p.pos, to);
+        for b in stops
+            .iter()
+            .copied()
+            .chain((stops.last() != Some(&to)).then_some(to))
+        {
+            if b > p.pos {
+                self.model.advance(&prompt[p.pos..b], &mut p.state)?;
+                p.pos = b;
+            }
+            if stops.contains(&b) {
                 self.prefixes.insert(&prompt[..b], p.state.clone());
             }
-            p.pos = b;
         }
         Ok(())
     }
 
-    /// Continues `partial` (or the longest cached prefix of `prompt`) through the prompt's whole
-    /// prefix blocks. Checks the tail left for the batched forward, so that a bad prompt fails
-    /// alone instead of failing its group.
+    /// Continues `partial` (or the longest cached prefix of `prompt`) through the prompt's prefix
+    /// cache stops, the last of which is less than a DeltaNet chunk before its end. Checks the
+    /// tail left for the batched forward, so that a bad prompt fails alone instead of failing its
+    /// group.
     fn start_prefill(
         &mut self,
         prompt: &[u32],
         partial: Option<Partial<Cache<B>>>,
     ) -> Result<Partial<Cache<B>>> {
         let mut p = partial.unwrap_or_else(|| self.cached_start(prompt));
-        let last_block = self.prefixes.boundaries(p.pos, prompt.len()).last();
-        if let Some(b) = last_block {
+        let last_stop = self.prefixes.stops(prompt, p.pos, prompt.len()).pop();
+        if let Some(b) = last_stop {
             self.advance_to(prompt, &mut p, b)?;
         }
         if p.pos == prompt.len() {
@@ -181,7 +188,7 @@ impl<B: Backend> StepModel for BurnModel<B> {
             scorer.replace(model.clone());
         }
         self.model = model;
-        self.prefixes = PrefixCache::new(PREFIX_BLOCK, self.prefixes.capacity());
+        self.prefixes = PrefixCache::new(self.prefixes.capacity());
         Ok(())
     }
 
@@ -352,8 +359,8 @@ mod tests {
         assert_eq!(first.cached_tokens, 0);
         assert_eq!(
             with_cache.prefixes.len(),
-            2,
-            "states after blocks 256 and 512"
+            3,
+            "states after blocks 256 and 512 and the last chunk boundary, 576"
         );
         let mut hit = prefill_one(&mut with_cache, &b);
         assert_eq!(hit.cached_tokens, 512);
@@ -401,11 +408,40 @@ mod tests {
             let diff = max_abs_diff(&pre.logits, &whole.logits);
             assert!(diff < 1e-4, "entries {entries}, budget {budget}: {diff}");
             if entries > 0 {
-                assert_eq!(m.prefixes.len(), 2, "blocks 256 and 512 stored on the way");
+                assert_eq!(
+                    m.prefixes.len(),
+                    3,
+                    "blocks 256 and 512 and the last chunk boundary, 640, stored on the way"
+                );
                 let again = prefill_one(&mut m, &prompt[..600]);
                 assert_eq!(again.cached_tokens, 512);
             }
         }
+    }
+
+    /// An agent's next call (its prompt, the model's answer, a tool result) starts where the last
+    /// prompt's prefill stopped, less than a chunk before its end; a prompt sharing a start with a
+    /// stored one leaves a state where they part, where the next prompt with that start begins
+    /// (another room after the same system prompt and tools). Logits as from scratch.
+    #[test]
+    fn the_next_turn_and_the_next_room_start_where_the_last_prompt_stopped() {
+        let mut m = tiny();
+        let mut fresh = tiny().with_prefix_cache(0);
+        let mut check = |m: &mut M, prompt: &[u32], cached: usize| {
+            let hit = prefill_one(m, prompt);
+            assert_eq!(hit.cached_tokens, cached);
+            let diff = max_abs_diff(&hit.logits, &prefill_one(&mut fresh, prompt).logits);
+            assert!(diff < 1e-4, "{diff}");
+        };
+        let shared = tokens(350, 1);
+        let room = |n: usize, seed: u32| [&shared[..], &tokens(n, seed)[..]].concat();
+        let first = room(100, 2); // 450 tokens: stops at 256 and 448
+        check(&mut m, &first, 0);
+        let next_turn = [&first[..], &tokens(50, 3)[..]].concat();
+        check(&mut m, &next_turn, 448);
+        // Parts from the stored prompts at 350: a stop at 320, beside the block at 256.
+        check(&mut m, &room(120, 4), 256);
+        check(&mut m, &room(90, 5), 320);
     }
 
     /// Prefills `prompts` in one batch on one model and one at a time on an identical one, after

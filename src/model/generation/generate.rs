@@ -8,6 +8,7 @@ use super::sampling::{Sampler, SamplingParams};
 use super::speculative::{generate_speculative_until, SpecStats};
 use crate::chat::{ChatTemplate, RenderInput};
 use crate::model::host::ints;
+use crate::model::layers::gated_deltanet::CHUNK;
 use crate::model::{ids_tensor, Cache, CausalLm, WeightDtype};
 use anyhow::{anyhow, bail, Context, Result};
 use burn::prelude::*;
@@ -365,10 +366,11 @@ pub struct TextGeneration {
 /// A model with its tokenizer and chat template: renders conversations, generates, decodes and
 /// applies text stop strings. Generation also ends at the tokenizer's end-of-sequence tokens.
 ///
-/// Prompts are prefilled in [`prefix_cache::BLOCK`]-token blocks whose states are kept
-/// ([`PrefixCache`]): an agent's turns share the harness prompt and the conversation so far, so each
-/// turn prefills only what is new since the last whole block. A prompt always goes through the same
-/// blocks whether or not they were cached, so its tokens do not depend on what ran before it.
+/// Prompts are prefilled a DeltaNet chunk at a time, and the states after some chunks are kept
+/// ([`PrefixCache`]): an agent's turns share the harness prompt and the conversation so far, so
+/// each turn prefills only what is new since the last turn (plus less than a chunk). A prompt goes
+/// through the same pieces whether or not a prefix was cached, so its tokens do not depend on what
+/// ran before it.
 pub struct TextGenerator<B: Backend> {
     /// Private: new weights must go through [`Self::set_model`], which forgets the cached states.
     model: CausalLm<B>,
@@ -427,14 +429,14 @@ impl<B: Backend> TextGenerator<B> {
             tokenizer,
             template,
             eos_token_ids,
-            prefixes: Mutex::new(PrefixCache::new(prefix_cache::BLOCK, prefix_cache::ENTRIES)),
+            prefixes: Mutex::new(PrefixCache::new(prefix_cache::ENTRIES)),
         })
     }
 
     /// Keeps at most `entries` prefix states (0: every prompt is prefilled in one piece).
     pub fn with_prefix_cache(self, entries: usize) -> Self {
         Self {
-            prefixes: Mutex::new(PrefixCache::new(prefix_cache::BLOCK, entries)),
+            prefixes: Mutex::new(PrefixCache::new(entries)),
             ..self
         }
     }
@@ -447,21 +449,28 @@ impl<B: Backend> TextGenerator<B> {
     pub fn set_model(&mut self, model: CausalLm<B>) {
         self.model = model;
         let prefixes = self.prefixes.get_mut().unwrap_or_else(|e| e.into_inner());
-        *prefixes = PrefixCache::new(prefix_cache::BLOCK, prefixes.capacity());
+        *prefixes = PrefixCache::new(prefixes.capacity());
     }
 
     /// The decoding state after `prompt` and the logits at its last position: from the longest
-    /// cached block of the prompt, through each further whole block (stored on the way), then the
-    /// rest in one piece.
+    /// cached prefix of the prompt, through each further stop of the cache (stored on the way),
+    /// then the rest in one piece.
     fn prefill(&self, prompt: &[u32]) -> Result<(Cache<B>, Vec<f32>)> {
         let mut prefixes = self.prefixes.lock().unwrap_or_else(|e| e.into_inner());
         let (mut pos, mut cache) = prefixes
             .longest(prompt)
             .unwrap_or_else(|| (0, self.model.new_cache()));
-        let blocks: Vec<usize> = prefixes.boundaries(pos, prompt.len()).collect();
-        for b in blocks {
+        // One DeltaNet chunk a piece up to the last stop, whether or not a state is stored at the
+        // piece's end: stops depend on what the cache holds (where a prompt parts from a stored
+        // one), and pieces of other lengths round differently, so only pieces that are the same
+        // every time keep a prompt's logits, bit for bit, independent of what ran before it.
+        let stops = prefixes.stops(prompt, pos, prompt.len());
+        let last = stops.last().copied().unwrap_or(pos);
+        for b in (pos + CHUNK..=last).step_by(CHUNK) {
             self.model.advance(&prompt[pos..b], &mut cache)?;
-            prefixes.insert(&prompt[..b], cache.clone());
+            if stops.contains(&b) {
+                prefixes.insert(&prompt[..b], cache.clone());
+            }
             pos = b;
         }
         let logits = self.model.prefill(&prompt[pos..], &mut cache)?;
