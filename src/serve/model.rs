@@ -14,7 +14,7 @@ use super::batch::RunningBatch;
 use super::engine::{Partial, Prefilled, SpecRound, StepModel};
 use super::mtp::{self, SpecState};
 use super::prompt_logprobs::ModelScorer;
-use crate::model::generation::prefix_cache::{PrefixCache, BLOCK as PREFIX_BLOCK, ENTRIES};
+use crate::model::generation::prefix_cache::{PrefixCache, ENTRIES};
 use crate::model::{Cache, CausalLm, WeightDtype};
 use crate::train::batch::bucket;
 
@@ -319,6 +319,7 @@ impl<B: Backend> StepModel for BurnModel<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::generation::prefix_cache::BLOCK as PREFIX_BLOCK;
     use burn::backend::NdArray;
 
     type M = BurnModel<NdArray<f32>>;
