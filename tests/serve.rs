@@ -397,6 +397,19 @@ async fn concurrent_requests_all_succeed_in_shared_batches() {
         metrics.contains("hat_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 12")
     );
     assert!(metrics.contains("hat_request_ttft_seconds_count 12"));
+    // The engine's time by phase: these requests were prefilled, joined and decoded.
+    let engine_seconds = |phase: &str| -> f64 {
+        let prefix = format!("hat_engine_seconds_total{{phase=\"{phase}\"}} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no {phase} time in /metrics"))
+            .parse()
+            .unwrap()
+    };
+    for phase in ["prefill", "join", "decode"] {
+        assert!(engine_seconds(phase) > 0.0, "{phase}");
+    }
     assert_eq!(
         app.metrics
             .queue_depth

@@ -19,7 +19,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::detok::Detokenizer;
 use super::guide::{Guide, TokenTable};
-use super::metrics::Metrics;
+use super::metrics::{Metrics, Phase};
 use crate::model::generation::sampling::{Sampled, Sampler, SamplingParams};
 
 /// What the engine needs from a model.
@@ -337,7 +337,8 @@ impl<M: StepModel> Engine<M> {
             self.admit(admitted);
             self.retire();
             if !self.active.is_empty() {
-                self.step();
+                let metrics = self.metrics.clone();
+                metrics.timed(Phase::Decode, || self.step());
                 self.retire();
             }
         }
@@ -369,7 +370,10 @@ impl<M: StepModel> Engine<M> {
                 continue;
             }
             let from = w.partial.as_ref().map(|p| p.pos);
-            match self.model.warm(&w.req.prompt, w.partial.take(), budget) {
+            let warmed = self.metrics.timed(Phase::ChunkedPrefill, || {
+                self.model.warm(&w.req.prompt, w.partial.take(), budget)
+            });
+            match warmed {
                 Ok(Some(p)) => {
                     let advanced = p.pos - from.unwrap_or(p.cached_tokens);
                     self.metrics
@@ -443,7 +447,9 @@ impl<M: StepModel> Engine<M> {
             .map(|r| r.prompt.as_slice())
             .zip(partials)
             .collect();
-        let results = self.model.prefill_batch(prompts);
+        let results = self
+            .metrics
+            .timed(Phase::Prefill, || self.model.prefill_batch(prompts));
         let mut states = Vec::with_capacity(results.len());
         for (req, result) in reqs.into_iter().zip(results) {
             let Prefilled {
@@ -478,7 +484,10 @@ impl<M: StepModel> Engine<M> {
             states.push(state);
         }
         let batch = self.batch.as_mut().expect("made when the engine starts");
-        if let Err(e) = self.model.join(batch, states) {
+        let joined = self
+            .metrics
+            .timed(Phase::Join, || self.model.join(batch, states));
+        if let Err(e) = joined {
             self.fail_all(&format!("joining the batch failed: {e:#}"));
         }
     }
@@ -657,7 +666,10 @@ impl<M: StepModel> Engine<M> {
                 .collect();
             self.active.retain(|a| a.finished.is_none());
             let batch = self.batch.as_mut().expect("made when the engine starts");
-            if let Err(e) = self.model.keep(batch, &keep) {
+            let kept = self
+                .metrics
+                .timed(Phase::Leave, || self.model.keep(batch, &keep));
+            if let Err(e) = kept {
                 self.fail_all(&format!("leaving the batch failed: {e:#}"));
                 self.active.clear();
                 let batch = self.batch.as_mut().expect("made when the engine starts");

@@ -73,6 +73,43 @@ pub struct Metrics {
     /// ratio of rates is the speed-up speculation gives at concurrency 1.
     lone_plain: [AtomicU64; 2],
     lone_spec: [AtomicU64; 2],
+    /// Nanoseconds the engine thread spent in each [`Phase`]: where a busy server's time goes.
+    engine_ns: [AtomicU64; Phase::ALL.len()],
+}
+
+/// What the engine thread is doing, for `hat_engine_seconds_total{phase}`.
+#[derive(Clone, Copy)]
+pub enum Phase {
+    /// Prompt pieces prefilled ahead of admission while others decode (chunked prefill).
+    ChunkedPrefill,
+    /// The admitted prompts' (rest of) prefill, batched.
+    Prefill,
+    /// Prefilled sequences joining the running batch's states.
+    Join,
+    /// Batched decode steps (and speculative rounds), sampling included.
+    Decode,
+    /// Finished sequences' states leaving the batch.
+    Leave,
+}
+
+impl Phase {
+    const ALL: [Phase; 5] = [
+        Phase::ChunkedPrefill,
+        Phase::Prefill,
+        Phase::Join,
+        Phase::Decode,
+        Phase::Leave,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Phase::ChunkedPrefill => "chunked_prefill",
+            Phase::Prefill => "prefill",
+            Phase::Join => "join",
+            Phase::Decode => "decode",
+            Phase::Leave => "leave",
+        }
+    }
 }
 
 impl Metrics {
@@ -113,6 +150,14 @@ impl Metrics {
         };
         t.fetch_add(tokens as u64, Relaxed);
         ns.fetch_add(took.as_nanos() as u64, Relaxed);
+    }
+
+    /// Runs `f`, counting its wall time to `phase`.
+    pub fn timed<R>(&self, phase: Phase, f: impl FnOnce() -> R) -> R {
+        let started = std::time::Instant::now();
+        let r = f();
+        self.engine_ns[phase as usize].fetch_add(started.elapsed().as_nanos() as u64, Relaxed);
+        r
     }
 
     /// Accepted / drafted MTP tokens (0 before any round).
@@ -239,6 +284,15 @@ impl Metrics {
                 out,
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
                 v.load(Relaxed)
+            );
+        }
+        out.push_str("# HELP hat_engine_seconds_total Engine thread time by phase.\n# TYPE hat_engine_seconds_total counter\n");
+        for phase in Phase::ALL {
+            let s = self.engine_ns[phase as usize].load(Relaxed) as f64 / 1e9;
+            let _ = writeln!(
+                out,
+                "hat_engine_seconds_total{{phase=\"{}\"}} {s}",
+                phase.label()
             );
         }
         let _ = writeln!(

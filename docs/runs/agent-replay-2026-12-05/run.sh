@@ -47,6 +47,9 @@ print(f"{sys.argv[3]} round {sys.argv[4]}: n {s['completed']} failed {s['failed'
       f"e2e P50 {s['p50_e2el_ms']/1e3:.2f} s P95 {s['p95_e2el_ms']/1e3:.2f} s P99 {s['p99_e2el_ms']/1e3:.2f} s, "
       f"task success {s['task_success_rate']}, prompt tokens {prompt:.0f}, from the prefix cache {cached:.0f} "
       f"({cached/max(prompt,1):.1%}), generated {gen:.0f} in {steps:.0f} decode steps")
+phases = re.findall(r'^hat_engine_seconds_total\{phase="(\w+)"\} ([0-9.e+-]+)$', m, re.M)
+if phases:
+    print("  engine seconds: " + ", ".join(f"{p} {float(v):.1f}" for p, v in phases))
 PY
 }
 for r in $(seq "$ROUNDS"); do
