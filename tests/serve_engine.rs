@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use burn::backend::NdArray;
+use hat::model::generation::cache::fill_holes;
 use hat::model::generation::sampling::{argmax, SamplingParams};
 use hat::model::{Cache, WeightDtype};
 use hat::serve::batch::RunningBatch;
@@ -105,6 +106,39 @@ fn persistent_batch_decodes_like_single_sequences() {
     rows = vec![1, 4, 5];
     for i in 0..3 {
         let what = format!("after a short one left, step {i}");
+        step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
+    }
+    // Two more join; then two rows leave from the middle and the last two take their places, as
+    // the engine orders a departure (`fill_holes`): only their keys move within the buffers.
+    let more: Vec<_> = [(20, 10), (3, 11)]
+        .iter()
+        .map(|&(n, seed)| {
+            let p = m
+                .prefill_batch(vec![(&prompt(n, seed)[..], None)])
+                .pop()
+                .unwrap()
+                .unwrap();
+            alone.push(p.state.clone());
+            last.push(argmax(&p.logits) as u32);
+            p.state
+        })
+        .collect();
+    m.join(&mut batch, more).unwrap();
+    rows.extend([6, 7]);
+    step(
+        &m,
+        &mut batch,
+        &rows,
+        &mut alone,
+        &mut last,
+        "two more joined",
+    );
+    let order = fill_holes(rows.len(), |r| r != 1 && r != 2);
+    assert_eq!(order, [0, 3, 4]);
+    m.keep(&mut batch, &order).unwrap();
+    rows = order.iter().map(|&r| rows[r]).collect();
+    for i in 0..3 {
+        let what = format!("holes filled from the end, step {i}");
         step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
     }
     m.keep(&mut batch, &[]).unwrap();

@@ -20,6 +20,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::detok::Detokenizer;
 use super::guide::{Guide, TokenTable};
 use super::metrics::{Metrics, Phase};
+use crate::model::generation::cache::fill_holes;
 use crate::model::generation::sampling::{Sampled, Sampler, SamplingParams};
 
 /// What the engine needs from a model.
@@ -658,13 +659,13 @@ impl<M: StepModel> Engine<M> {
         }
     }
 
-    /// Drops finished sequences together with their states (the batch keeps the others in order).
+    /// Drops finished sequences together with their states. The last running sequences take the
+    /// finished ones' places ([`fill_holes`]), so that the batch moves only their states.
     fn retire(&mut self) {
         if self.active.iter().any(|a| a.finished.is_some()) {
-            let keep: Vec<usize> = (0..self.active.len())
-                .filter(|&i| self.active[i].finished.is_none())
-                .collect();
-            self.active.retain(|a| a.finished.is_none());
+            let keep = fill_holes(self.active.len(), |i| self.active[i].finished.is_none());
+            let mut rows: Vec<Option<Active>> = self.active.drain(..).map(Some).collect();
+            self.active = keep.iter().filter_map(|&i| rows[i].take()).collect();
             let batch = self.batch.as_mut().expect("made when the engine starts");
             let kept = self
                 .metrics

@@ -351,10 +351,13 @@ impl<B: Backend> Cache<B> {
         })
     }
 
-    /// The batch of rows `keep` (in that order). The kept rows are picked out of the batch as they
-    /// are (one copy; places, gaps and spare slots kept), unless the rows leaving held most of the
-    /// padding — the longest kept row more than a quarter shorter than the batch — when they are
-    /// split out and stacked again so that the padding goes with them (two copies).
+    /// The batch of rows `keep` (in that order). When the rows leaving held most of the padding —
+    /// the longest kept row more than a quarter shorter than the batch — the kept rows are split out
+    /// and stacked again so that the padding goes with them (two copies). Otherwise places, gaps
+    /// and spare slots stay: when `keep` only moves rows from after the kept ones into the places
+    /// of rows leaving (see [`fill_holes`]), those rows' keys are moved within the buffers (one
+    /// copy of each moved row, the rest untouched); any other order picks the kept rows out of the
+    /// batch (one copy of the batch).
     pub fn keep_rows(self, keep: &[usize]) -> Result<Self> {
         let (Some(lens), Some(gaps)) = (self.row_lens.clone(), self.gaps.clone()) else {
             bail!("keep_rows needs a stacked batch");
@@ -384,13 +387,23 @@ impl<B: Backend> Cache<B> {
             [keep.len()],
             &device,
         );
+        let moves: Option<Vec<(usize, usize)>> = keep
+            .iter()
+            .enumerate()
+            .filter(|&(to, &from)| to != from)
+            .map(|(to, &from)| (from >= keep.len()).then_some((to, from)))
+            .collect();
+        let keys = |t: Option<Tensor<B, 4>>| match &moves {
+            Some(moves) => move_rows(t, moves, keep.len()),
+            None => pick_rows(t, &picked),
+        };
         let layers = self
             .layers
             .into_iter()
             .map(|l| LayerCache {
                 kv: KvCache {
-                    k: pick_rows(l.kv.k, &picked),
-                    v: pick_rows(l.kv.v, &picked),
+                    k: keys(l.kv.k),
+                    v: keys(l.kv.v),
                     len: l.kv.len,
                 },
                 deltanet: DeltaNetState {
@@ -414,6 +427,44 @@ fn pick_rows<B: Backend, const D: usize>(
     picked: &Tensor<B, 1, Int>,
 ) -> Option<Tensor<B, D>> {
     rows.map(|t| t.select(0, picked.clone()))
+}
+
+/// A batch's buffer with row `from` copied over row `to` for each move, cut to its first `rows`
+/// rows. A buffer nothing else holds is written in place on the CPU, so the cost is the moved rows,
+/// not the batch (the rows after `rows` stay allocated until the buffer is next replaced).
+fn move_rows<B: Backend, const D: usize>(
+    t: Option<Tensor<B, D>>,
+    moves: &[(usize, usize)],
+    rows: usize,
+) -> Option<Tensor<B, D>> {
+    t.map(|mut t| {
+        let dims = t.dims();
+        for &(to, from) in moves {
+            // Copied out first: a view of the buffer would make it shared, and the write a copy.
+            let row = compact(t.clone().narrow(0, from, 1));
+            let mut slots = dims.map(|n| 0..n);
+            slots[0] = to..to + 1;
+            t = t.slice_assign(slots, row);
+        }
+        t.narrow(0, 0, rows)
+    })
+}
+
+/// The order [`Cache::keep_rows`] moves the fewest keys for: of `n` rows, those `alive` stay where
+/// they are, and the last alive ones take the places of the rows leaving before them. Row `i` of
+/// the result is the old row `order[i]`.
+pub fn fill_holes(n: usize, alive: impl Fn(usize) -> bool) -> Vec<usize> {
+    let kept = (0..n).filter(|&r| alive(r)).count();
+    let mut movers = (kept..n).filter(|&r| alive(r));
+    (0..kept)
+        .map(|r| {
+            if alive(r) {
+                r
+            } else {
+                movers.next().expect("as many movers as holes")
+            }
+        })
+        .collect()
 }
 
 /// `new` rows below a batch's `rows` of one state (none in a layer without it).
@@ -454,6 +505,16 @@ mod tests {
 
     fn buffer_address(c: &KvCache<B>) -> usize {
         into_array(c.k.clone().expect("a buffer")).as_ptr() as usize
+    }
+
+    #[test]
+    fn the_last_running_rows_fill_the_places_of_those_leaving() {
+        let order = |n: usize, dead: &[usize]| fill_holes(n, |r| !dead.contains(&r));
+        assert_eq!(order(4, &[]), [0, 1, 2, 3]);
+        assert_eq!(order(4, &[3]), [0, 1, 2]); // the last leaves: nothing moves
+        assert_eq!(order(5, &[0, 2]), [3, 1, 4]);
+        assert_eq!(order(5, &[1, 4]), [0, 3, 2]); // a row leaving at the end moves nothing
+        assert!(order(3, &[0, 1, 2]).is_empty());
     }
 
     #[test]
