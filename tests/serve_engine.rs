@@ -141,6 +141,20 @@ fn persistent_batch_decodes_like_single_sequences() {
         let what = format!("holes filled from the end, step {i}");
         step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
     }
+    // One more joins into a row left spare, over the keys of the sequence that had it.
+    let spare = m
+        .prefill_batch(vec![(&prompt(12, 12)[..], None)])
+        .pop()
+        .unwrap()
+        .unwrap();
+    alone.push(spare.state.clone());
+    last.push(argmax(&spare.logits) as u32);
+    m.join(&mut batch, vec![spare.state]).unwrap();
+    rows.push(8);
+    for i in 0..3 {
+        let what = format!("joined into a spare row, step {i}");
+        step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
+    }
     m.keep(&mut batch, &[]).unwrap();
     assert_eq!(batch.rows(), 0);
 }

@@ -22,12 +22,17 @@ use burn::prelude::*;
 /// a 4,000-token agent prompt was most of a batched decode step of `small`. A buffer shared with a
 /// clone (a prefix-cache entry) is copied before it is written (copy on write), so clones never see
 /// each other's keys.
+///
+/// A running batch's buffers also hold spare *rows* after its `rows` ones: a sequence joining the
+/// batch is written into one in place instead of the whole batch being copied into a new buffer,
+/// and one leaving hands its row to the last one (see [`Cache::join`], [`Cache::keep_rows`]).
 #[derive(Clone, Debug, Default)]
 pub struct KvCache<B: Backend> {
-    /// `[B, kv_heads, capacity, head_dim]`, slots `..len` filled.
+    /// `[row capacity, kv_heads, slot capacity, head_dim]`: rows `..rows`, slots `..len` filled.
     k: Option<Tensor<B, 4>>,
     v: Option<Tensor<B, 4>>,
     len: usize,
+    rows: usize,
 }
 
 /// Spare key slots a CPU cache grows by: a reallocation (one copy of the cache) every this many
@@ -37,28 +42,36 @@ const SPARE_SLOTS: usize = 256;
 impl<B: Backend> KvCache<B> {
     /// A cache holding exactly these keys and values (`[B, kv_heads, T, head_dim]`).
     pub fn filled(k: Option<Tensor<B, 4>>, v: Option<Tensor<B, 4>>) -> Self {
-        let len = k.as_ref().map_or(0, |k| k.dims()[2]);
-        Self { k, v, len }
+        let [rows, _, len, _] = k.as_ref().map_or([0; 4], |k| k.dims());
+        Self { k, v, len, rows }
     }
 
     /// The filled keys, `[B, kv_heads, T_past, head_dim]` (a view, no copy).
     pub fn keys(&self) -> Option<Tensor<B, 4>> {
-        self.k.as_ref().map(|k| k.clone().narrow(2, 0, self.len))
+        self.k.as_ref().map(|k| self.filled_part(k))
     }
 
     /// The filled values, like [`Self::keys`].
     pub fn values(&self) -> Option<Tensor<B, 4>> {
-        self.v.as_ref().map(|v| v.clone().narrow(2, 0, self.len))
+        self.v.as_ref().map(|v| self.filled_part(v))
+    }
+
+    fn filled_part(&self, t: &Tensor<B, 4>) -> Tensor<B, 4> {
+        let t = t.clone().narrow(2, 0, self.len);
+        match t.dims()[0] == self.rows {
+            true => t,
+            false => t.narrow(0, 0, self.rows),
+        }
     }
 
     /// Appends new keys/values along time and returns the full sequences.
     pub fn append(&mut self, k: Tensor<B, 4>, v: Tensor<B, 4>) -> (Tensor<B, 4>, Tensor<B, 4>) {
         let [b, h, t, d] = k.dims();
         let (from, to) = (self.len, self.len + t);
-        let capacity = self.k.as_ref().map_or(0, |k| k.dims()[2]);
+        let [row_capacity, _, capacity, _] = self.k.as_ref().map_or([0; 4], |k| k.dims());
         match (self.k.take(), self.v.take()) {
             // Moved, not cloned: a buffer nothing else holds is written in place.
-            (Some(old_k), Some(old_v)) if is_cpu::<B>() && to <= capacity => {
+            (Some(old_k), Some(old_v)) if is_cpu::<B>() && to <= capacity && b <= row_capacity => {
                 let slots = [0..b, 0..h, from..to, 0..d];
                 self.k = Some(old_k.slice_assign(slots.clone(), k));
                 self.v = Some(old_v.slice_assign(slots, v));
@@ -68,7 +81,7 @@ impl<B: Backend> KvCache<B> {
                 let grown = |old: Option<Tensor<B, 4>>, new: Tensor<B, 4>| {
                     let mut parts: Vec<Tensor<B, 4>> = old
                         .filter(|_| from > 0)
-                        .map(|o| o.narrow(2, 0, from))
+                        .map(|o| o.narrow(0, 0, b).narrow(2, 0, from))
                         .into_iter()
                         .collect();
                     let device = new.device();
@@ -83,36 +96,47 @@ impl<B: Backend> KvCache<B> {
             }
         }
         self.len = to;
+        self.rows = b;
         (
             self.keys().expect("just appended"),
             self.values().expect("just appended"),
         )
     }
 
-    /// This batch's buffers with `rows` (single sequences, none longer than the filled slots)
-    /// below them, each padded with zeros to the buffer's slots, spare ones included.
-    fn with_rows_below<'a>(self, rows: impl Iterator<Item = &'a KvCache<B>>) -> Self
+    /// This batch's buffers with `new` (single sequences, none longer than the filled slots) as
+    /// its next rows: written into spare rows in place, after the buffers have grown to 1.5 times the
+    /// rows needed when there are not enough (one copy of the batch every few joins, not on each).
+    /// Slots of a new row past its own keys keep whatever they held: its gap hides them.
+    fn with_rows_below<'a>(self, new: Vec<&'a KvCache<B>>) -> Self
     where
         B: 'a,
     {
         let (Some(k), Some(v)) = (self.k, self.v) else {
             return Self::default(); // no attention in this layer
         };
-        let [_, h, slots, d] = k.dims();
-        let padded = |t: Option<Tensor<B, 4>>| {
-            let len = t.as_ref().map_or(0, |t| t.dims()[2]);
-            let zeros = (len < slots).then(|| Tensor::zeros([1, h, slots - len, d], &k.device()));
-            cat(t.into_iter().chain(zeros).collect(), 2)
+        let rows = self.rows + new.len();
+        let [capacity, h, slots, d] = k.dims();
+        let spare = if is_cpu::<B>() { rows.div_ceil(2) } else { 0 };
+        let grown = |t: Tensor<B, 4>| match rows <= capacity {
+            true => t,
+            false => {
+                let zeros = Tensor::zeros([rows + spare - capacity, h, slots, d], &t.device());
+                cat(vec![t, zeros], 0)
+            }
         };
-        let (mut ks, mut vs) = (vec![k.clone()], vec![v]);
-        for r in rows {
-            ks.push(padded(r.keys()));
-            vs.push(padded(r.values()));
+        let (mut k, mut v) = (grown(k), grown(v));
+        for (row, r) in (self.rows..).zip(new) {
+            if let (Some(keys), Some(values)) = (r.keys(), r.values()) {
+                let filled = [row..row + 1, 0..h, 0..keys.dims()[2], 0..d];
+                k = k.slice_assign(filled.clone(), keys);
+                v = v.slice_assign(filled, values);
+            }
         }
         Self {
-            k: Some(cat(ks, 0)),
-            v: Some(cat(vs, 0)),
+            k: Some(k),
+            v: Some(v),
             len: self.len,
+            rows,
         }
     }
 }
@@ -297,11 +321,11 @@ impl<B: Backend> Cache<B> {
     }
 
     /// This batch (or single cache) with `more` single-sequence caches added as its last rows.
-    /// When none is longer than the batch, each new row is padded to the batch's key slots (its
-    /// spare ones included) and appended below the others, whose places and gaps stay: one copy of
-    /// the batch, and the next decode step still appends in place. A longer one needs every row
-    /// padded again: the rows are split out and stacked again (two copies, and a third when the
-    /// next step grows the buffer).
+    /// When none is longer than the batch, each new row's keys are written into a spare row of the
+    /// batch's buffers (grown, one copy of the batch, when there are too few), the others' places
+    /// and gaps stay, and the next decode step still appends in place. A longer one needs every
+    /// row padded again: the rows are split out and stacked again (two copies, and a third when
+    /// the next step grows the buffer).
     pub fn join(self, more: Vec<Cache<B>>) -> Result<Self> {
         if let Some(i) = more.iter().position(|c| c.row_lens.is_some()) {
             bail!("cache {i} to join is already a batch");
@@ -329,7 +353,9 @@ impl<B: Backend> Cache<B> {
             .map(|(l, layer)| {
                 let rows: Vec<&LayerCache<B>> = more.iter().map(|c| &c.layers[l]).collect();
                 LayerCache {
-                    kv: layer.kv.with_rows_below(rows.iter().map(|r| &r.kv)),
+                    kv: layer
+                        .kv
+                        .with_rows_below(rows.iter().map(|r| &r.kv).collect()),
                     deltanet: DeltaNetState {
                         conv: below(
                             layer.deltanet.conv,
@@ -394,7 +420,7 @@ impl<B: Backend> Cache<B> {
             .map(|(to, &from)| (from >= keep.len()).then_some((to, from)))
             .collect();
         let keys = |t: Option<Tensor<B, 4>>| match &moves {
-            Some(moves) => move_rows(t, moves, keep.len()),
+            Some(moves) => move_rows(t, moves),
             None => pick_rows(t, &picked),
         };
         let layers = self
@@ -405,6 +431,7 @@ impl<B: Backend> Cache<B> {
                     k: keys(l.kv.k),
                     v: keys(l.kv.v),
                     len: l.kv.len,
+                    rows: keep.len(),
                 },
                 deltanet: DeltaNetState {
                     conv: pick_rows(l.deltanet.conv, &picked),
@@ -429,13 +456,12 @@ fn pick_rows<B: Backend, const D: usize>(
     rows.map(|t| t.select(0, picked.clone()))
 }
 
-/// A batch's buffer with row `from` copied over row `to` for each move, cut to its first `rows`
-/// rows. A buffer nothing else holds is written in place on the CPU, so the cost is the moved rows,
-/// not the batch (the rows after `rows` stay allocated until the buffer is next replaced).
+/// A batch's buffer with row `from` copied over row `to` for each move. A buffer nothing else holds
+/// is written in place on the CPU, so the cost is the moved rows, not the batch (the rows after
+/// the kept ones become spare rows for the next to join).
 fn move_rows<B: Backend, const D: usize>(
     t: Option<Tensor<B, D>>,
     moves: &[(usize, usize)],
-    rows: usize,
 ) -> Option<Tensor<B, D>> {
     t.map(|mut t| {
         let dims = t.dims();
@@ -446,7 +472,7 @@ fn move_rows<B: Backend, const D: usize>(
             slots[0] = to..to + 1;
             t = t.slice_assign(slots, row);
         }
-        t.narrow(0, 0, rows)
+        t
     })
 }
 
