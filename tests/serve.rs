@@ -377,6 +377,41 @@ async fn bad_requests_get_4xx_and_serving_continues() {
     server.shutdown().await.unwrap();
 }
 
+/// vLLM's `ignore_eos`: a sampled end-of-turn token no longer ends the reply, so it runs to
+/// `max_tokens` (what a benchmark that fixes output lengths relies on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ignore_eos_runs_to_max_tokens() {
+    let (server, _app, base) = start().await;
+    let body = |seed: u64, ignore: bool| {
+        chat_body(
+            json!({"seed": seed, "temperature": 2.0, "max_tokens": 200, "ignore_eos": ignore}),
+        )
+    };
+    let mut ended_early = None;
+    for seed in 0..40 {
+        let (status, a) = post(&base, "/v1/chat/completions", &body(seed, false)).await;
+        assert_eq!(status, 200, "{a}");
+        if a["choices"][0]["finish_reason"] == "stop" {
+            ended_early = Some(seed);
+            break;
+        }
+    }
+    let seed = ended_early.expect("some seed samples an end-of-turn token within 200 tokens");
+    let (status, a) = post(&base, "/v1/chat/completions", &body(seed, true)).await;
+    assert_eq!(status, 200, "{a}");
+    assert_eq!(a["choices"][0]["finish_reason"], "length");
+    assert_eq!(a["usage"]["completion_tokens"], 200);
+    let (status, e) = post(
+        &base,
+        "/v1/chat/completions",
+        &chat_body(json!({"ignore_eos": "yes"})),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(e["error"]["param"], "ignore_eos");
+    server.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_requests_all_succeed_in_shared_batches() {
     let (server, app, base) = start().await;

@@ -231,6 +231,7 @@ impl Policy for EnginePolicy {
             stream: false,
             include_usage: false,
             template_kwargs: Default::default(),
+            ignore_eos: false,
         };
         let started = Instant::now();
         let prompt = render_prompt(&self.app, &req).map_err(|e| anyhow!(e.message))?;

@@ -133,7 +133,9 @@ pub fn submit(
     .transpose()
     .map_err(|e| ApiError::field("tool_choice", e))?;
     let mut params = req.params.clone();
-    params.stop_token_ids.extend(&app.stop_token_ids);
+    if !req.ignore_eos {
+        params.stop_token_ids.extend(&app.stop_token_ids);
+    }
     let tokens_as_ids = req.return_tokens_as_token_ids;
     enqueue(app, prompt, params, req.top_logprobs, tokens_as_ids, guide)
 }

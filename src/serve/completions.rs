@@ -79,7 +79,9 @@ async fn handle(
     if req.generate {
         // Queue every prompt before waiting on any, so the engine decodes them together.
         let mut params = req.params.clone();
-        params.stop_token_ids.extend(&app.stop_token_ids);
+        if !req.ignore_eos {
+            params.stop_token_ids.extend(&app.stop_token_ids);
+        }
         let receivers = prompts
             .iter()
             .map(|p| {

@@ -42,6 +42,9 @@ pub struct ChatRequest {
     pub include_usage: bool,
     /// vLLM's `chat_template_kwargs` (e.g. `enable_thinking`).
     pub template_kwargs: Map<String, Value>,
+    /// vLLM's `ignore_eos`: the end-of-turn tokens do not end generation (stop strings still do),
+    /// so a benchmark gets exactly `max_tokens` tokens whatever the weights say.
+    pub ignore_eos: bool,
 }
 
 /// Parses and validates a request body. `default_max_tokens` applies when the client sets no limit.
@@ -94,6 +97,7 @@ pub fn parse_chat(body: &[u8], default_max_tokens: usize) -> Result<ChatRequest,
     }
     let params = f.sampling(max_tokens.unwrap_or(default_max_tokens), logprobs)?;
     let stream = f.bool("stream")?.unwrap_or(false);
+    let ignore_eos = f.bool("ignore_eos")?.unwrap_or(false);
     let include_usage = match obj.get("stream_options") {
         None | Some(Value::Null) => false,
         Some(Value::Object(o)) => Fields(o)
@@ -132,6 +136,7 @@ pub fn parse_chat(body: &[u8], default_max_tokens: usize) -> Result<ChatRequest,
         stream,
         include_usage,
         template_kwargs,
+        ignore_eos,
     })
 }
 
@@ -158,6 +163,8 @@ pub struct CompletionRequest {
     /// vLLM's `prompt_logprobs`: per prompt token after the first, its log-prob and this many
     /// alternatives.
     pub prompt_logprobs: Option<usize>,
+    /// As [`ChatRequest::ignore_eos`].
+    pub ignore_eos: bool,
 }
 
 /// Parses and validates a `POST /v1/completions` body (OpenAI's legacy completions with vLLM's
@@ -215,6 +222,7 @@ pub fn parse_completion(
         logprobs,
         echo,
         prompt_logprobs,
+        ignore_eos: f.bool("ignore_eos")?.unwrap_or(false),
     })
 }
 
