@@ -1,5 +1,5 @@
 //! replay-bench: statistics on hand-computed data, seeded arrivals, the committed replay set, and the
-//! client against the real server (plain streaming and agent mode).
+//! client against the real server (plain streaming, agent mode, and a recorded turn in script mode).
 
 mod serve_support;
 
@@ -244,5 +244,72 @@ async fn client_measures_plain_and_agent_requests_against_the_server() {
     target.model = "nope".into();
     let bad = send(&client, &target, &entries[2], 2, t0).await;
     assert!(!bad.ok && bad.http_status == 404);
+    server.shutdown().await.unwrap();
+}
+
+/// Script mode: a recorded agent turn (a tool call, its result, the reply) plays as two streamed
+/// calls, each generating exactly its recorded message's length in tokens (`ignore_eos`), whatever
+/// the random weights would have said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn script_mode_replays_a_recorded_turn_call_by_call() {
+    let (server, _app, base) = serve_support::start().await;
+    let first = &set::read(SET.as_ref()).unwrap()[0];
+    let mut messages = first.request["messages"].as_array().unwrap().clone();
+    let asked = messages.len();
+    messages.extend([
+        json!({"role": "assistant", "content": "", "tool_calls": [{"id": "call_0", "type": "function",
+            "function": {"name": "get_product_detail", "arguments": "{\"product_id\":\"p005\"}"}}]}),
+        json!({"role": "tool", "tool_call_id": "call_0", "content": "{\"product_id\":\"p005\",\"price\":89}"}),
+        json!({"role": "assistant", "content": "The daily mixed nuts gift box is ¥89 right now, grab it!"}),
+    ]);
+    let record = json!({"id": "recorded", "task": first.record.task, "messages": messages,
+                        "tools": first.request["tools"]});
+    let mut entry = set::Entry::from_json(record).unwrap();
+    assert!(entry.request.is_null(), "a recorded turn needs no request");
+    let dir = serve_support::tokenizer_dir();
+    let tokenizer = hat::tokenizer::load(dir).unwrap();
+    let template = hat::chat::ChatTemplate::from_model_dir(dir).unwrap();
+    entry.script = set::script(&entry, &tokenizer, &template).unwrap();
+    let at: Vec<usize> = entry.script.iter().map(|c| c.messages).collect();
+    assert_eq!(
+        at,
+        [asked, asked + 2],
+        "one call before each assistant message"
+    );
+    let reply_words = tokenizer
+        .encode(
+            "The daily mixed nuts gift box is ¥89 right now, grab it!",
+            false,
+        )
+        .unwrap()
+        .len();
+    assert!(
+        entry.script[1].max_tokens > reply_words,
+        "the reply and its end token"
+    );
+    let client = reqwest::Client::new();
+    let target = Target {
+        endpoints: std::sync::Arc::new(EndpointPool::new(vec![base.clone()]).unwrap()),
+        api_key: None,
+        model: serve_support::MODEL.into(),
+        mode: Mode::Script,
+        max_tokens: 8,
+        temperature: 0.0,
+        seed: 0,
+        timeout: Duration::from_secs(60),
+    };
+    let m = send(&client, &target, &entry, 0, Instant::now()).await;
+    assert!(m.ok, "{}", m.error);
+    let recorded: usize = entry.script.iter().map(|c| c.max_tokens).sum();
+    assert_eq!(
+        m.output_tokens, recorded as u64,
+        "each call generated its message's length"
+    );
+    assert!(m.input_tokens > 200, "two prompts with the system prompt");
+    assert!(m.ttft_ms.is_some_and(|t| t <= m.e2e_ms));
+    assert!(
+        m.task_success.is_none(),
+        "the replies are the record's, not judged"
+    );
     server.shutdown().await.unwrap();
 }

@@ -62,6 +62,10 @@ struct RunArgs {
     set: PathBuf,
     #[arg(long, value_enum, default_value_t = Mode::Plain)]
     mode: Mode,
+    /// The served model's directory (tokenizer.json and chat template), for script mode: each
+    /// recorded assistant message's length in tokens is what its call must generate.
+    #[arg(long, value_name = "DIR")]
+    tokenizer: Option<PathBuf>,
     /// Model id to request (default: the first of GET /v1/models).
     #[arg(long)]
     model: Option<String>,
@@ -183,9 +187,32 @@ fn run(a: RunArgs) -> Result<()> {
     if !(a.burstiness > 0.0) {
         bail!("--burstiness must be > 0");
     }
-    let entries = set::read(&a.set)?;
+    let mut entries = set::read(&a.set)?;
     if entries.is_empty() {
         bail!("{} holds no requests", a.set.display());
+    }
+    match a.mode {
+        Mode::Plain => {
+            if let Some(e) = entries.iter().find(|e| e.request.is_null()) {
+                bail!(
+                    "{}: record {} has no `request`; plain mode replays a set from `replay-bench make-set` (a recorded agent turn plays with --mode script)",
+                    a.set.display(),
+                    e.record.id
+                );
+            }
+        }
+        Mode::Script => {
+            let dir = a.tokenizer.as_ref().context(
+                "--mode script needs --tokenizer DIR (the served model's tokenizer and chat template) to measure each recorded reply",
+            )?;
+            let tokenizer = crate::tokenizer::load(dir)?;
+            let template = crate::chat::ChatTemplate::from_model_dir(dir)?;
+            for e in &mut entries {
+                e.script = set::script(e, &tokenizer, &template)
+                    .with_context(|| format!("{}: record {}", a.set.display(), e.record.id))?;
+            }
+        }
+        Mode::Agent => {}
     }
     let n = a.num_prompts.unwrap_or(entries.len());
     let endpoints = Arc::new(EndpointPool::new(a.base_url.clone()).context("--base-url")?);

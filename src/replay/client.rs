@@ -1,7 +1,8 @@
 //! Sending one replay request and timing it, client-side as vLLM's benchmark does: the clock starts
 //! just before the POST; TTFT is the first chunk that carries content or a tool call; ITL is every gap
 //! between later chunks; E2E ends at the last chunk. Plain mode streams `/v1/chat/completions` from any
-//! OpenAI-compatible server; agent mode posts the task record to `/v1/agent` (one response, no TTFT).
+//! OpenAI-compatible server; agent mode posts the task record to `/v1/agent` (one response, no TTFT);
+//! script mode plays a recorded agent turn call by call (see [`Mode::Script`]).
 //! Each request goes to one of the target's endpoints: the least busy, or the one earlier requests of
 //! the same replay line went to ([`crate::policy::endpoints`]).
 
@@ -25,6 +26,11 @@ pub enum Mode {
     Plain,
     /// The complete agent turn via `POST /v1/agent` (HAT's serve only).
     Agent,
+    /// A recorded agent turn (a teacher's trajectory) played call by call: each of its assistant
+    /// messages is one streamed chat completion of the conversation before it, `max_tokens` its
+    /// length and `ignore_eos` set, so the server does the work that turn took whatever its
+    /// weights say. Any OpenAI-compatible server that honours vLLM's `ignore_eos`.
+    Script,
 }
 
 #[derive(Debug, Clone)]
@@ -64,6 +70,7 @@ pub async fn send(
     let result = match target.mode {
         Mode::Plain => plain(client, target, base, entry, seed, start, &mut m).await,
         Mode::Agent => agent(client, target, base, entry, seed, &mut m).await,
+        Mode::Script => scripted(client, target, base, entry, seed, start, &mut m).await,
     };
     m.e2e_ms = start.elapsed().as_secs_f64() * 1000.0;
     drop(endpoint);
@@ -100,17 +107,93 @@ async fn plain(
     start: Instant,
     m: &mut Measured,
 ) -> Result<(), String> {
-    let mut body = json!({"model": target.model, "messages": entry.request["messages"], "max_tokens": target.max_tokens,
+    let body = chat_request(
+        target,
+        &entry.request["messages"],
+        &entry.request["tools"],
+        seed,
+    );
+    let reply = stream_chat(client, target, base, &body, start, m).await?;
+    let (input, output) = reply.usage.unwrap_or_default();
+    m.input_tokens = input;
+    // No usage chunk: count content chunks, as vLLM falls back to re-tokenizing.
+    m.output_tokens = match output {
+        0 => m.itl_ms.len() as u64 + u64::from(m.ttft_ms.is_some()),
+        n => n,
+    };
+    let message = reply.message()?;
+    m.ok = true;
+    if entry
+        .record
+        .task
+        .as_ref()
+        .is_some_and(|t| t.expected.is_some())
+    {
+        let mut traj = entry.record.clone();
+        traj.meta
+            .insert("turn_start".into(), json!(traj.messages.len()));
+        traj.messages.push(message);
+        m.task_success = Some(success::check(&traj).success);
+    }
+    Ok(())
+}
+
+/// The turn of `entry.script`, one streamed call per recorded assistant message. TTFT is the
+/// turn's first token; ITL the gaps inside each call (a call's wait for its prompt is not one);
+/// tokens are summed over the calls. The replies are not judged: the conversation is the record's.
+async fn scripted(
+    client: &reqwest::Client,
+    target: &Target,
+    base: &str,
+    entry: &Entry,
+    seed: u64,
+    start: Instant,
+    m: &mut Measured,
+) -> Result<(), String> {
+    let messages: Vec<Value> = entry
+        .record
+        .messages
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let tools = serde_json::to_value(&entry.record.tools).map_err(|e| e.to_string())?;
+    for (k, call) in entry.script.iter().enumerate() {
+        let before = Value::from(&messages[..call.messages]);
+        let mut body = chat_request(target, &before, &tools, seed.wrapping_add(k as u64));
+        body["max_tokens"] = json!(call.max_tokens);
+        body["ignore_eos"] = json!(true);
+        let reply = stream_chat(client, target, base, &body, start, m).await?;
+        let (input, output) = reply.usage.unwrap_or_default();
+        m.input_tokens += input;
+        m.output_tokens += output;
+    }
+    m.ok = true;
+    Ok(())
+}
+
+/// A streamed chat completion request of `messages` (and `tools`, when there are any).
+fn chat_request(target: &Target, messages: &Value, tools: &Value, seed: u64) -> Value {
+    let mut body = json!({"model": target.model, "messages": messages, "max_tokens": target.max_tokens,
                           "temperature": target.temperature, "seed": seed, "stream": true,
                           "stream_options": {"include_usage": true}});
-    if entry
-        .request
-        .get("tools")
-        .is_some_and(|t| t.as_array().is_some_and(|a| !a.is_empty()))
-    {
-        body["tools"] = entry.request["tools"].clone();
+    if tools.as_array().is_some_and(|a| !a.is_empty()) {
+        body["tools"] = tools.clone();
     }
-    let resp = request(client, target, base, "/v1/chat/completions", &body)
+    body
+}
+
+/// Posts `body` and reads its stream to the end. The first chunk with output sets `m.ttft_ms`
+/// unless an earlier call of the turn did; each later one adds its gap to `m.itl_ms`.
+async fn stream_chat(
+    client: &reqwest::Client,
+    target: &Target,
+    base: &str,
+    body: &Value,
+    start: Instant,
+    m: &mut Measured,
+) -> Result<Reply, String> {
+    let resp = request(client, target, base, "/v1/chat/completions", body)
         .send()
         .await
         .map_err(|e| format!("send: {e}"))?;
@@ -144,10 +227,13 @@ async fn plain(
             if let Some(err) = chunk.get("error") {
                 return Err(format!("error in stream: {err}"));
             }
-            if reply.absorb(&chunk, m) {
+            if reply.absorb(&chunk) {
                 let now = Instant::now();
                 match last_chunk {
-                    None => m.ttft_ms = Some(now.duration_since(start).as_secs_f64() * 1000.0),
+                    None if m.ttft_ms.is_none() => {
+                        m.ttft_ms = Some(now.duration_since(start).as_secs_f64() * 1000.0)
+                    }
+                    None => {}
                     Some(prev) => m
                         .itl_ms
                         .push(now.duration_since(prev).as_secs_f64() * 1000.0),
@@ -159,25 +245,7 @@ async fn plain(
     if !reply.done || reply.finish_reason.is_none() {
         return Err("the stream ended without a finish_reason and [DONE]".into());
     }
-    if m.output_tokens == 0 {
-        // No usage chunk: count content chunks, as vLLM falls back to re-tokenizing.
-        m.output_tokens = m.itl_ms.len() as u64 + u64::from(m.ttft_ms.is_some());
-    }
-    let message = reply.message()?;
-    m.ok = true;
-    if entry
-        .record
-        .task
-        .as_ref()
-        .is_some_and(|t| t.expected.is_some())
-    {
-        let mut traj = entry.record.clone();
-        traj.meta
-            .insert("turn_start".into(), json!(traj.messages.len()));
-        traj.messages.push(message);
-        m.task_success = Some(success::check(&traj).success);
-    }
-    Ok(())
+    Ok(reply)
 }
 
 /// The streamed reply, put back together.
@@ -187,15 +255,17 @@ struct Reply {
     /// index → (id, name, arguments)
     calls: BTreeMap<u64, (String, String, String)>,
     finish_reason: Option<String>,
+    /// `(prompt_tokens, completion_tokens)` of the usage chunk.
+    usage: Option<(u64, u64)>,
     done: bool,
 }
 
 impl Reply {
     /// Takes one chunk; true when it carried generated output (content or a tool-call delta).
-    fn absorb(&mut self, chunk: &Value, m: &mut Measured) -> bool {
+    fn absorb(&mut self, chunk: &Value) -> bool {
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-            m.input_tokens = u["prompt_tokens"].as_u64().unwrap_or(0);
-            m.output_tokens = u["completion_tokens"].as_u64().unwrap_or(0);
+            let count = |k: &str| u[k].as_u64().unwrap_or(0);
+            self.usage = Some((count("prompt_tokens"), count("completion_tokens")));
         }
         let Some(choice) = chunk["choices"].get(0) else {
             return false;

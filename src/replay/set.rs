@@ -2,7 +2,9 @@
 //! record (`id`, `task` with room, viewer and ground truth, the viewer's `messages`) plus `request`, the
 //! complete OpenAI chat request the harness produces for it (system prompt rendered from the live-room
 //! context, tools) — so plain mode needs no harness at replay time and works against any endpoint, and
-//! agent mode posts the record itself to `/v1/agent`.
+//! agent mode posts the record itself to `/v1/agent`. Script mode replays a recorded agent turn (a
+//! trajectory record, e.g. `teacher-distill collect`'s output, which needs no `request`) call by call:
+//! [`script`] measures each assistant message's length with the model's tokenizer and template.
 //!
 //! `make_set` draws tasks with exact per-intent quotas of the paper's traffic mix (largest remainder),
 //! each intent from its own seeded stream of the test split, then shuffles them with the seed so intents
@@ -11,6 +13,7 @@
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
+use crate::chat::{ChatTemplate, RenderInput};
 use crate::harness::{Harness, LiveContext};
 use crate::record::{Intent, Trajectory};
 use crate::rng::Rng;
@@ -22,8 +25,19 @@ use crate::sim::tasks::{self, Mix, Room, TaskConfig};
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub record: Trajectory,
-    /// `{"messages": [...], "tools": [...]}`.
+    /// `{"messages": [...], "tools": [...]}`; null in a line without one (plain mode needs it).
     pub request: Value,
+    /// Script mode's calls (empty until [`script`] measured them).
+    pub script: Vec<ScriptedCall>,
+}
+
+/// One model call of a recorded agent turn: the conversation before one of its assistant messages,
+/// and that message's length in tokens (the output the call must produce).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptedCall {
+    /// How many of the record's messages the call sends.
+    pub messages: usize,
+    pub max_tokens: usize,
 }
 
 impl Entry {
@@ -31,13 +45,17 @@ impl Entry {
         let request = v
             .as_object_mut()
             .and_then(|o| o.remove("request"))
-            .context("a replay line needs a `request` object")?;
-        if !request.get("messages").is_some_and(Value::is_array) {
+            .unwrap_or(Value::Null);
+        if !request.is_null() && !request.get("messages").is_some_and(Value::is_array) {
             anyhow::bail!("`request.messages` must be a list");
         }
         let record: Trajectory =
             serde_json::from_value(v).context("a replay line must be a task record")?;
-        Ok(Entry { record, request })
+        Ok(Entry {
+            record,
+            request,
+            script: Vec::new(),
+        })
     }
 
     pub fn to_json(&self) -> Result<Value> {
@@ -69,6 +87,55 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<Entry>> {
             Entry::from_json(v).with_context(|| format!("{source}:{}", i + 1))
         })
         .collect()
+}
+
+/// The calls that replay `entry`'s agent turn: one per assistant message from the turn's start
+/// (`meta.turn_start`, else the first message), each `max_tokens` the message's length as the
+/// model's template writes it (the tokens after the generation prompt, its end-of-turn token
+/// included).
+pub fn script(
+    entry: &Entry,
+    tokenizer: &tokenizers::Tokenizer,
+    template: &ChatTemplate,
+) -> Result<Vec<ScriptedCall>> {
+    let record = &entry.record;
+    let messages: Vec<Value> = record
+        .messages
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?;
+    let tools: Vec<Value> = record
+        .tools
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?;
+    let tokens = |upto: usize, add_generation_prompt: bool| -> Result<usize> {
+        let text = template.render(&RenderInput {
+            messages: messages[..upto].to_vec(),
+            tools: (!tools.is_empty()).then(|| tools.clone()),
+            add_generation_prompt,
+            ..Default::default()
+        })?;
+        let enc = tokenizer
+            .encode(text, false)
+            .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?;
+        Ok(enc.get_ids().len())
+    };
+    let turn_start = record.meta.get("turn_start").and_then(Value::as_u64);
+    let calls = (turn_start.unwrap_or(0) as usize..record.messages.len())
+        .filter(|&k| record.messages[k].role == crate::record::Role::Assistant)
+        .map(|k| {
+            let output = tokens(k + 1, false)?.saturating_sub(tokens(k, true)?);
+            Ok(ScriptedCall {
+                messages: k,
+                max_tokens: output.max(1),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if calls.is_empty() {
+        anyhow::bail!("record {} has no assistant message to replay", record.id);
+    }
+    Ok(calls)
 }
 
 /// Per-intent counts for `n` requests: the mix's shares, rounded by largest remainder.
@@ -129,6 +196,7 @@ pub fn make_set(
             Ok(Entry {
                 record,
                 request: json!({"messages": messages, "tools": tools}),
+                script: Vec::new(),
             })
         })
         .collect()

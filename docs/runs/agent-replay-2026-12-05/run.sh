@@ -3,7 +3,10 @@
 # `small`-shaped model (random weights) on this machine, under the sample harness as shipped and
 # under the same harness with its live-room blocks in the context message (`placement = "context"`),
 # so that the system prompt and the tool schemas are one prefix shared by every request.
-# Usage: D=/tmp/agent-replay N=110 ROUNDS=1 LAYOUTS="shipped context" SERVE_ARGS="--prefill-chunk 64" \
+# MODE=script plays the scripted teacher's turn of each task instead (`teacher-distill collect` under
+# the same harness; each recorded assistant message one call generating exactly its length), so the
+# server does the work an agent that does its job would cause, whatever the random weights say.
+# Usage: D=/tmp/agent-replay N=110 ROUNDS=1 LAYOUTS="shipped context" MODE=agent SERVE_ARGS="--prefill-chunk 64" \
 #          bash docs/runs/agent-replay-2026-12-05/run.sh
 # Needs the release binaries (cargo build --release; BIN=DIR takes them from DIR). Writes $D/<layout>-<round>/ (replay-bench's
 # summary.json, requests.csv, cdf.svg) and $D/metrics-<layout>-<round>.txt (the server's /metrics).
@@ -31,7 +34,13 @@ replay() { # LAYOUT HARNESS ROUND
     2>"$D/serve-$1-$3.log" &
   pid=$!
   for _ in $(seq 600); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
-  "$BIN/replay-bench" run --base-url "http://127.0.0.1:$port" --mode agent --request-rate 1 \
+  local set=()
+  if [ "${MODE:-agent}" = script ]; then
+    [ -f "$D/teacher-$1.jsonl" ] || "$BIN/teacher-distill" collect --harness "$2" --catalog testdata/catalog.json \
+      --variants 0 --tasks testdata/replay/default.jsonl -o "$D/teacher-$1.jsonl" 2>/dev/null
+    set=(--set "$D/teacher-$1.jsonl" --tokenizer "$D/tokenizer")
+  fi
+  "$BIN/replay-bench" run --base-url "http://127.0.0.1:$port" --mode "${MODE:-agent}" "${set[@]}" --request-rate 1 \
     --num-prompts "$N" --max-tokens 64 --seed 1 --label "$1" --out "$D/$1-$3" >/dev/null
   curl -s "http://127.0.0.1:$port/metrics" >"$D/metrics-$1-$3.txt"
   kill "$pid"; wait "$pid" || true
