@@ -432,6 +432,17 @@ pub struct Message {
 }
 
 impl Message {
+    /// The message as chat templates (and chat requests) take it: a tool-call-only assistant
+    /// message has no content (the API's null), which templates read as text, so it gets "" —
+    /// what the local policy's own messages carry.
+    pub fn template_json(&self) -> serde_json::Result<Value> {
+        let mut v = serde_json::to_value(self)?;
+        if self.role == Role::Assistant && self.content.is_none() {
+            v["content"] = Value::String(String::new());
+        }
+        Ok(v)
+    }
+
     /// Whether the message is the policy's to learn: an assistant message without `"weight": 0`
     /// (the OpenAI fine-tuning field). Scripted host lines of a task and the rejected first attempt
     /// of a retry trajectory carry weight 0: they stay in the context but take no loss.

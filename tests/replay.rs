@@ -247,7 +247,8 @@ async fn client_measures_plain_and_agent_requests_against_the_server() {
     server.shutdown().await.unwrap();
 }
 
-/// Script mode: a recorded agent turn (a tool call, its result, the reply) plays as two streamed
+/// Script mode: a recorded agent turn (a tool call with null content, as a teacher writes it, its
+/// result, the reply) plays as two streamed
 /// calls, each generating exactly its recorded message's length in tokens (`ignore_eos`), whatever
 /// the random weights would have said.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -257,7 +258,7 @@ async fn script_mode_replays_a_recorded_turn_call_by_call() {
     let mut messages = first.request["messages"].as_array().unwrap().clone();
     let asked = messages.len();
     messages.extend([
-        json!({"role": "assistant", "content": "", "tool_calls": [{"id": "call_0", "type": "function",
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function",
             "function": {"name": "get_product_detail", "arguments": "{\"product_id\":\"p005\"}"}}]}),
         json!({"role": "tool", "tool_call_id": "call_0", "content": "{\"product_id\":\"p005\",\"price\":89}"}),
         json!({"role": "assistant", "content": "The daily mixed nuts gift box is ¥89 right now, grab it!"}),

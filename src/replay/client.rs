@@ -154,7 +154,7 @@ async fn scripted(
         .record
         .messages
         .iter()
-        .map(serde_json::to_value)
+        .map(crate::record::Message::template_json)
         .collect::<Result<_, _>>()
         .map_err(|e| e.to_string())?;
     let tools = serde_json::to_value(&entry.record.tools).map_err(|e| e.to_string())?;

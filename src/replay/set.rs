@@ -102,7 +102,7 @@ pub fn script(
     let messages: Vec<Value> = record
         .messages
         .iter()
-        .map(serde_json::to_value)
+        .map(crate::record::Message::template_json)
         .collect::<Result<_, _>>()?;
     let tools: Vec<Value> = record
         .tools

@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 use tokenizers::Tokenizer;
 
 use crate::chat::{ChatTemplate, RenderInput};
-use crate::record::{Role, Trajectory};
+use crate::record::Trajectory;
 
 /// What a span of tokens is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,15 +214,7 @@ impl ViewBuilder {
         let messages: Vec<Value> = rec
             .messages
             .iter()
-            .map(|m| {
-                let mut v = serde_json::to_value(m).map_err(|e| Skip::Render(e.to_string()))?;
-                // A tool-call-only turn may have no content (the API's null); chat templates, and the
-                // local policy's own messages, use "".
-                if m.role == Role::Assistant && m.content.is_none() {
-                    v["content"] = json!("");
-                }
-                Ok(v)
-            })
+            .map(|m| m.template_json().map_err(|e| Skip::Render(e.to_string())))
             .collect::<Result<_, Skip>>()?;
         let tools = (!rec.tools.is_empty()).then(|| {
             rec.tools

@@ -41,7 +41,7 @@ replay() { # LAYOUT HARNESS ROUND
     set=(--set "$D/teacher-$1.jsonl" --tokenizer "$D/tokenizer")
   fi
   "$BIN/replay-bench" run --base-url "http://127.0.0.1:$port" --mode "${MODE:-agent}" "${set[@]}" --request-rate 1 \
-    --num-prompts "$N" --max-tokens 64 --seed 1 --label "$1" --out "$D/$1-$3" >/dev/null
+    --num-prompts "$N" --max-tokens 64 --seed 1 --label "$1" --out "$D/$1-$3" >/dev/null || { kill "$pid"; exit 1; }
   curl -s "http://127.0.0.1:$port/metrics" >"$D/metrics-$1-$3.txt"
   kill "$pid"; wait "$pid" || true
   python3 - "$D/$1-$3/summary.json" "$D/metrics-$1-$3.txt" "$1" "$3" <<'PY'
