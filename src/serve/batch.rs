@@ -1,7 +1,8 @@
 //! The engine's running batch for a burn model: one stacked [`Cache`] that stays stacked from
 //! decode step to decode step. Before it, every step stacked each sequence's cache into a batch
-//! and split it again afterwards (about 15 % of a batch-32 step of `small`); now a sequence that
-//! joins or leaves costs one re-stack of the batch, and a step only appends.
+//! and split it again afterwards (about 15 % of a batch-32 step of `small`); now a step only
+//! appends, a sequence joining is written into a spare row, and one leaving hands its row to the
+//! last one (see [`Cache::join`], [`Cache::keep_rows`]).
 //!
 //! Rows keep their padding as a gap in their keys (see [`Cache::gaps`]): a batch costs the
 //! longest row's length in every row, as each stacked step did before.

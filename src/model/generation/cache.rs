@@ -6,7 +6,7 @@
 //! batch. Each row remembers its padding as a gap of key slots (`gaps`); since every later decode
 //! step appends one key to every row at the end, the gap stays where it is and the batch can stay
 //! stacked from step to step (the serve engine keeps one such *persistent* batch: a sequence
-//! joining or leaving costs one copy, a decode step none). [`Cache::unstack`] splits a batch back
+//! joining or leaving costs a copy of its own row, a decode step none). [`Cache::unstack`] splits a batch back
 //! into single-sequence caches without the padding.
 
 use crate::model::cpu::backend::{cat, compact, is_cpu};
