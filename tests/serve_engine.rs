@@ -46,140 +46,117 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 #[test]
 fn persistent_batch_decodes_like_single_sequences() {
     let mut m = tiny(300);
-    let lens = [5usize, 70, 1, 130, 33];
-    let prompts: Vec<Vec<u32>> = lens
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| prompt(n, i as u32))
-        .collect();
     // Reference: each sequence on its own cache.
     let mut alone: Vec<Cache<B>> = Vec::new();
     let mut last: Vec<u32> = Vec::new();
-    let mut fresh: Vec<Cache<B>> = Vec::new();
-    for p in &prompts {
-        let pre = m
-            .prefill_batch(vec![(p.as_slice(), None)])
-            .pop()
-            .unwrap()
-            .unwrap();
-        last.push(argmax(&pre.logits) as u32);
-        alone.push(pre.state.clone());
-        fresh.push(pre.state);
-    }
+    let mut fresh: Vec<Option<Cache<B>>> = [5usize, 70, 1, 130, 33]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| Some(prefill(&mut m, n, i as u32, &mut alone, &mut last)))
+        .collect();
     let mut batch: RunningBatch<B> = m.new_batch();
     // `rows[i]` is the sequence in batch row i.
     let mut rows: Vec<usize> = Vec::new();
-    let mut fresh = fresh.into_iter().map(Some).collect::<Vec<_>>();
     for (wave, joining) in [(0, vec![0usize, 1, 2]), (1, vec![3, 4])] {
         let states = joining.iter().map(|&s| fresh[s].take().unwrap()).collect();
         m.join(&mut batch, states).unwrap();
         rows.extend(&joining);
-        for i in 0..3 {
-            let what = format!("wave {wave} step {i}");
-            step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
-        }
+        let what = format!("wave {wave}");
+        steps(&m, &mut batch, &rows, &mut alone, &mut last, &what, 3);
     }
     // The longest sequence and the first leave; three go on in their rows.
     m.keep(&mut batch, &[1, 2, 4]).unwrap();
     rows = vec![1, 2, 4];
-    for i in 0..3 {
-        let what = format!("after leaving, step {i}");
-        step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
-    }
+    let what = "after leaving";
+    steps(&m, &mut batch, &rows, &mut alone, &mut last, what, 3);
     // A late joiner behind the gaps of the others.
-    let late = m
-        .prefill_batch(vec![(&prompt(9, 9)[..], None)])
-        .pop()
-        .unwrap()
-        .unwrap();
-    alone.push(late.state.clone());
-    last.push(argmax(&late.logits) as u32);
-    m.join(&mut batch, vec![late.state]).unwrap();
+    let late = prefill(&mut m, 9, 9, &mut alone, &mut last);
+    m.join(&mut batch, vec![late]).unwrap();
     rows.push(5);
-    for i in 0..3 {
-        let what = format!("late join, step {i}");
-        step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
-    }
+    steps(&m, &mut batch, &rows, &mut alone, &mut last, "late join", 3);
     assert_eq!(batch.rows(), 4);
     // A short sequence leaves while the longest stays: the kept rows are picked out in place.
     m.keep(&mut batch, &[0, 2, 3]).unwrap();
     rows = vec![1, 4, 5];
-    for i in 0..3 {
-        let what = format!("after a short one left, step {i}");
-        step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
-    }
+    let what = "after a short one left";
+    steps(&m, &mut batch, &rows, &mut alone, &mut last, what, 3);
     // Two more join; then two rows leave from the middle and the last two take their places, as
     // the engine orders a departure (`fill_holes`): only their keys move within the buffers.
-    let more: Vec<_> = [(20, 10), (3, 11)]
-        .iter()
-        .map(|&(n, seed)| {
-            let p = m
-                .prefill_batch(vec![(&prompt(n, seed)[..], None)])
-                .pop()
-                .unwrap()
-                .unwrap();
-            alone.push(p.state.clone());
-            last.push(argmax(&p.logits) as u32);
-            p.state
-        })
-        .collect();
+    let more = vec![
+        prefill(&mut m, 20, 10, &mut alone, &mut last),
+        prefill(&mut m, 3, 11, &mut alone, &mut last),
+    ];
     m.join(&mut batch, more).unwrap();
     rows.extend([6, 7]);
-    step(
-        &m,
-        &mut batch,
-        &rows,
-        &mut alone,
-        &mut last,
-        "two more joined",
-    );
+    let what = "two more joined";
+    steps(&m, &mut batch, &rows, &mut alone, &mut last, what, 1);
     let order = fill_holes(rows.len(), |r| r != 1 && r != 2);
     assert_eq!(order, [0, 3, 4]);
     m.keep(&mut batch, &order).unwrap();
     rows = order.iter().map(|&r| rows[r]).collect();
-    for i in 0..3 {
-        let what = format!("holes filled from the end, step {i}");
-        step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
-    }
+    let what = "holes filled from the end";
+    steps(&m, &mut batch, &rows, &mut alone, &mut last, what, 3);
     // One more joins into a row left spare, over the keys of the sequence that had it.
-    let spare = m
-        .prefill_batch(vec![(&prompt(12, 12)[..], None)])
-        .pop()
-        .unwrap()
-        .unwrap();
-    alone.push(spare.state.clone());
-    last.push(argmax(&spare.logits) as u32);
-    m.join(&mut batch, vec![spare.state]).unwrap();
+    let spare = prefill(&mut m, 12, 12, &mut alone, &mut last);
+    m.join(&mut batch, vec![spare]).unwrap();
     rows.push(8);
-    for i in 0..3 {
-        let what = format!("joined into a spare row, step {i}");
-        step(&m, &mut batch, &rows, &mut alone, &mut last, &what);
-    }
+    let what = "joined into a spare row";
+    steps(&m, &mut batch, &rows, &mut alone, &mut last, what, 3);
     m.keep(&mut batch, &[]).unwrap();
     assert_eq!(batch.rows(), 0);
 }
 
-/// One decode step of the batch (row r holds sequence `rows[r]`) against each sequence alone.
-fn step(
+/// Prefills a `n`-token prompt alone, keeps a copy of its state as the sequence's reference (in
+/// `alone`) and its first token (in `last`), and returns the state to join a batch with.
+fn prefill(
+    m: &mut M,
+    n: usize,
+    seed: u32,
+    alone: &mut Vec<Cache<B>>,
+    last: &mut Vec<u32>,
+) -> Cache<B> {
+    let pre = m
+        .prefill_batch(vec![(&prompt(n, seed)[..], None)])
+        .pop()
+        .unwrap()
+        .unwrap();
+    last.push(argmax(&pre.logits) as u32);
+    alone.push(pre.state.clone());
+    pre.state
+}
+
+/// `n` decode steps of the batch (row r holds sequence `rows[r]`), each against every sequence
+/// decoding alone: the same logits to 1e-4 and the same greedy token.
+fn steps(
     m: &M,
     batch: &mut RunningBatch<B>,
     rows: &[usize],
     alone: &mut [Cache<B>],
     last: &mut [u32],
     what: &str,
+    n: usize,
 ) {
-    let tokens: Vec<u32> = rows.iter().map(|&s| last[s]).collect();
-    let got = m.decode(&tokens, batch).unwrap();
-    for (r, &s) in rows.iter().enumerate() {
-        let one = m
-            .model
-            .decode_step(&[last[s]], std::slice::from_mut(&mut alone[s]))
-            .unwrap();
-        let d = max_abs_diff(&got[r], &one[0]);
-        assert!(d < 1e-4, "{what}: sequence {s} (row {r}) differs by {d}");
-        let next = argmax(&got[r]) as u32;
-        assert_eq!(next, argmax(&one[0]) as u32, "{what}: sequence {s}");
-        last[s] = next;
+    for i in 0..n {
+        let tokens: Vec<u32> = rows.iter().map(|&s| last[s]).collect();
+        let got = m.decode(&tokens, batch).unwrap();
+        for (r, &s) in rows.iter().enumerate() {
+            let one = m
+                .model
+                .decode_step(&[last[s]], std::slice::from_mut(&mut alone[s]))
+                .unwrap();
+            let d = max_abs_diff(&got[r], &one[0]);
+            assert!(
+                d < 1e-4,
+                "{what}, step {i}: sequence {s} (row {r}) differs by {d}"
+            );
+            let next = argmax(&got[r]) as u32;
+            assert_eq!(
+                next,
+                argmax(&one[0]) as u32,
+                "{what}, step {i}: sequence {s}"
+            );
+            last[s] = next;
+        }
     }
 }
 

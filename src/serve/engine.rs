@@ -338,8 +338,7 @@ impl<M: StepModel> Engine<M> {
             self.admit(admitted);
             self.retire();
             if !self.active.is_empty() {
-                let metrics = self.metrics.clone();
-                metrics.timed(Phase::Decode, || self.step());
+                self.step();
                 self.retire();
             }
         }
@@ -540,6 +539,7 @@ impl<M: StepModel> Engine<M> {
             })
         };
         self.batch = Some(batch);
+        self.metrics.record_phase(Phase::Decode, started.elapsed());
         match outcome {
             Ok(speculated) if lone => {
                 let generated: usize = self.active.iter().map(|a| a.generated).sum();

@@ -156,8 +156,13 @@ impl Metrics {
     pub fn timed<R>(&self, phase: Phase, f: impl FnOnce() -> R) -> R {
         let started = std::time::Instant::now();
         let r = f();
-        self.engine_ns[phase as usize].fetch_add(started.elapsed().as_nanos() as u64, Relaxed);
+        self.record_phase(phase, started.elapsed());
         r
+    }
+
+    /// Counts `took` to `phase`.
+    pub fn record_phase(&self, phase: Phase, took: Duration) {
+        self.engine_ns[phase as usize].fetch_add(took.as_nanos() as u64, Relaxed);
     }
 
     /// Accepted / drafted MTP tokens (0 before any round).

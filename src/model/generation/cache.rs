@@ -56,11 +56,13 @@ impl<B: Backend> KvCache<B> {
         self.v.as_ref().map(|v| self.filled_part(v))
     }
 
+    /// `t` cut to the filled slots of the rows in use (a view).
     fn filled_part(&self, t: &Tensor<B, 4>) -> Tensor<B, 4> {
         let t = t.clone().narrow(2, 0, self.len);
-        match t.dims()[0] == self.rows {
-            true => t,
-            false => t.narrow(0, 0, self.rows),
+        if t.dims()[0] == self.rows {
+            t
+        } else {
+            t.narrow(0, 0, self.rows)
         }
     }
 
@@ -117,12 +119,12 @@ impl<B: Backend> KvCache<B> {
         let rows = self.rows + new.len();
         let [capacity, h, slots, d] = k.dims();
         let spare = if is_cpu::<B>() { rows.div_ceil(2) } else { 0 };
-        let grown = |t: Tensor<B, 4>| match rows <= capacity {
-            true => t,
-            false => {
-                let zeros = Tensor::zeros([rows + spare - capacity, h, slots, d], &t.device());
-                cat(vec![t, zeros], 0)
+        let grown = |t: Tensor<B, 4>| {
+            if rows <= capacity {
+                return t;
             }
+            let zeros = Tensor::zeros([rows + spare - capacity, h, slots, d], &t.device());
+            cat(vec![t, zeros], 0)
         };
         let (mut k, mut v) = (grown(k), grown(v));
         for (row, r) in (self.rows..).zip(new) {
