@@ -636,8 +636,22 @@ mod tests {
             Tensor::full([4, 300, 3], f32::NEG_INFINITY, &device),
         );
         for input in [x.clone(), x.clone().narrow(2, 1, 30), x.swap_dims(1, 2)] {
-            let expected = activation::softmax(input.clone(), 2);
-            assert!(max_abs_diff(softmax_last(input), expected) < 1e-6);
+            let got = softmax_last(input.clone());
+            // Within 1e-6 of the softmax in f64; burn's own f32 softmax is off by up to 1.6e-6 on
+            // the 300-long rows, so it is the reference for shapes and masks only.
+            let n = input.dims()[2];
+            let values: Vec<f32> = input.clone().into_data().to_vec().unwrap();
+            let got_values: Vec<f32> = got.clone().into_data().to_vec().unwrap();
+            for (row, out) in values.chunks(n).zip(got_values.chunks(n)) {
+                let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+                let e: Vec<f64> = row.iter().map(|&v| (v as f64 - max).exp()).collect();
+                let sum: f64 = e.iter().sum();
+                for (&o, &e) in out.iter().zip(&e) {
+                    let exact = if max.is_finite() { e / sum } else { 0.0 };
+                    assert!((o as f64 - exact).abs() < 1e-6, "{o} against {exact}");
+                }
+            }
+            assert!(max_abs_diff(got, activation::softmax(input, 2)) < 4e-6);
         }
     }
 
