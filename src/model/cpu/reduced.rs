@@ -1,6 +1,8 @@
 //! Reduced-precision weight matrices for CPU inference (`--dtype bf16|int8`): a projection's weight
-//! kept as bf16, or as int8 with one symmetric scale per output channel, and its product with f32
-//! activations (f32 sums). A decode step reads every active weight once per token and is bound by
+//! kept as bf16, or as int8 with one symmetric scale per output channel, and its product with the
+//! activations, summed in f32. A bf16 product rounds the activations to bf16 as well (as
+//! llama.cpp's does), so that AVX-512 BF16's dot-product instruction can compute it; int8 multiplies
+//! the f32 activations. A decode step reads every active weight once per token and is bound by
 //! memory bandwidth, so halving (bf16) or quartering (int8) the bytes read is where the gain is.
 //!
 //! Rows are output channels (`[out, in]`, the Hugging Face layout): an output is one dot product over
@@ -8,7 +10,8 @@
 //!
 //! * A few activation rows (a decode step, an expert's share of one): each weight row is widened
 //!   to f32 inside the dot product as it is read ([`dots`]), output channels split over
-//!   [`spin_team`]; the loop is compiled for AVX-512 and AVX2 too and picked at run time.
+//!   [`spin_team`]; the loop is compiled for AVX-512 and AVX2 too and picked at run time. bf16
+//!   weights on a CPU with AVX-512 BF16 are not widened: `vdpbf16ps` multiplies bf16 pairs.
 //! * More rows (a prefill): the weight is widened a panel of output channels at a time and
 //!   multiplied by gemm ([`gemm_into`]), which is compute-bound there; widening costs one pass
 //!   over the weight per product, not one per row.
@@ -110,7 +113,12 @@ impl ReducedMatrix {
         if m == 0 || self.rows == 0 || self.cols == 0 {
             return Array2::zeros((m, self.rows));
         }
-        let x = x.as_standard_layout();
+        // Rounded on every path and CPU alike, so that a bf16 model computes the same function
+        // wherever it runs; `vdpbf16ps` then takes the activations as they are.
+        let x = match self.values {
+            Values::Bf16(_) => x.mapv(|v| bf16::from_f32(v).to_f32()),
+            Values::Int8 { .. } => x.as_standard_layout().into_owned(),
+        };
         if m <= DOT_ROWS {
             self.few_rows(x.as_slice().expect("standard layout"), m)
         } else {
@@ -132,11 +140,23 @@ impl ReducedMatrix {
         let (n, k) = (self.rows, self.cols);
         // Written transposed, `[n, m]`: a part's band of output channels is one contiguous run.
         let mut out_t = vec![0f32; n * m];
+        // The bf16 dot-product instructions take the (already rounded) activations as bf16.
+        let x16: Option<Vec<bf16>> = match self.values {
+            Values::Bf16(_) if bf16_instructions() => {
+                Some(x.iter().map(|&v| bf16::from_f32(v)).collect())
+            }
+            _ => None,
+        };
         let band = |b: usize, dst: &mut [f32], channels: usize| {
             let c = b * channels..b * channels + dst.len() / m;
-            match &self.values {
-                Values::Bf16(w) => dots(x, k, &w[c.start * k..c.end * k], None, dst),
-                Values::Int8 { q, scales } => {
+            match (&self.values, &x16) {
+                // SAFETY: `bf16_instructions` checked the CPU; the slices have the shapes asked.
+                #[cfg(target_arch = "x86_64")]
+                (Values::Bf16(w), Some(x16)) => unsafe {
+                    avx512::bf16_dots(x16, k, &w[c.start * k..c.end * k], dst)
+                },
+                (Values::Bf16(w), _) => dots(x, k, &w[c.start * k..c.end * k], None, dst),
+                (Values::Int8 { q, scales }, _) => {
                     dots(x, k, &q[c.start * k..c.end * k], Some(&scales[c]), dst)
                 }
             }
@@ -240,6 +260,19 @@ fn dots<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &m
         }
     }
     dots_portable(x, k, w, scales, dst)
+}
+
+/// Whether the CPU multiplies bf16 pairs into f32 sums (AVX-512 BF16, `vdpbf16ps`).
+fn bf16_instructions() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512bf16")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -352,6 +385,77 @@ mod avx512 {
             let sum = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
             let tail: f32 = (i..k).map(|t| x[j * k + t] * row[t].widen()).sum();
             out[j] = scale * (_mm512_reduce_add_ps(sum) + tail);
+        }
+    }
+
+    /// `dst[c·m + r] = x[r] · w[c]` for bf16 activations: `vdpbf16ps` takes 32 weight-activation
+    /// pairs into 16 f32 sums, where [`dots`] widens 16 weights and fuses 16 products.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F, BW and BF16; `x.len() = m·k`, `w.len() = n·k`, `dst.len() = n·m`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+    pub(super) unsafe fn bf16_dots(x: &[bf16], k: usize, w: &[bf16], dst: &mut [f32]) {
+        let m = x.len() / k;
+        for (c, row) in w.chunks_exact(k).enumerate() {
+            let out = &mut dst[c * m..(c + 1) * m];
+            let mut r = 0;
+            while r < m {
+                let xs = &x[r * k..];
+                match m - r {
+                    1 => bf16_rows::<1>(xs, k, row, &mut out[r..]),
+                    2 => bf16_rows::<2>(xs, k, row, &mut out[r..]),
+                    3 => bf16_rows::<3>(xs, k, row, &mut out[r..]),
+                    _ => bf16_rows::<4>(xs, k, row, &mut out[r..]),
+                }
+                r += 4;
+            }
+        }
+    }
+
+    /// 32 bf16 values from `p`, the lanes at and past `len` zero (and not read).
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+    #[inline]
+    unsafe fn load_bf16(p: *const bf16, len: usize) -> __m512bh {
+        let mask = if len >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << len) - 1
+        };
+        // SAFETY: `__m512bh` is 32 × 16 bits, like the loaded vector.
+        std::mem::transmute::<__m512i, __m512bh>(_mm512_maskz_loadu_epi16(mask, p.cast()))
+    }
+
+    /// `out[j] = x[j] · row` for the `G` activation rows starting at `x`. Four sums per row in
+    /// flight: `vdpbf16ps` waits ~10 cycles for its sum (measured here), so one chain would leave
+    /// the unit idle. The last partial 32 values go through masked loads.
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+    #[inline]
+    unsafe fn bf16_rows<const G: usize>(x: &[bf16], k: usize, row: &[bf16], out: &mut [f32]) {
+        const UNROLL: usize = 4;
+        let mut acc = [[_mm512_setzero_ps(); UNROLL]; G];
+        let (wp, xp) = (row.as_ptr(), x.as_ptr());
+        let mut i = 0;
+        while i + 32 * UNROLL <= k {
+            for u in 0..UNROLL {
+                let wv = load_bf16(wp.add(i + 32 * u), 32);
+                for (j, a) in acc.iter_mut().enumerate() {
+                    let xv = load_bf16(xp.add(j * k + i + 32 * u), 32);
+                    a[u] = _mm512_dpbf16_ps(a[u], xv, wv);
+                }
+            }
+            i += 32 * UNROLL;
+        }
+        while i < k {
+            let len = (k - i).min(32);
+            let wv = load_bf16(wp.add(i), len);
+            for (j, a) in acc.iter_mut().enumerate() {
+                a[0] = _mm512_dpbf16_ps(a[0], load_bf16(xp.add(j * k + i), len), wv);
+            }
+            i += 32;
+        }
+        for (j, a) in acc.iter().enumerate() {
+            let sum = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
+            out[j] = _mm512_reduce_add_ps(sum);
         }
     }
 }

@@ -18,7 +18,8 @@ pub enum WeightDtype {
     /// 4 bytes a weight; the only choice for training.
     #[default]
     F32,
-    /// 2 bytes a weight, rounded to the nearest bf16; f32 activations and sums.
+    /// 2 bytes a weight, rounded to the nearest bf16; the products round the activations to bf16
+    /// too (as llama.cpp's do), f32 sums.
     Bf16,
     /// 1 byte a weight and one f32 scale per output channel (`max|row| / 127`, symmetric);
     /// f32 activations and sums.
