@@ -1,20 +1,23 @@
 //! Reduced-precision weight matrices for CPU inference (`--dtype bf16|int8`): a projection's weight
 //! kept as bf16, or as int8 with one symmetric scale per output channel, and its product with the
-//! activations, summed in f32. A bf16 product rounds the activations to bf16 as well (as
-//! llama.cpp's does), so that AVX-512 BF16's dot-product instruction can compute it; int8 multiplies
-//! the f32 activations. A decode step reads every active weight once per token and is bound by
+//! activations. Each product reduces the activations to the weight's precision as well, as
+//! llama.cpp's do, so that the CPU's dot-product instructions can compute it: a bf16 product rounds
+//! them to bf16 (f32 sums, AVX-512 BF16), an int8 product quantises each activation row to int8
+//! with its own symmetric scale (exact i32 sums, AVX-512 VNNI). Every path and CPU computes the same
+//! function. A decode step reads every active weight once per token and is bound by
 //! memory bandwidth, so halving (bf16) or quartering (int8) the bytes read is where the gain is.
 //!
 //! Rows are output channels (`[out, in]`, the Hugging Face layout): an output is one dot product over
 //! a contiguous row, and an int8 row's scale multiplies the finished sum once.
 //!
-//! * A few activation rows (a decode step, an expert's share of one): each weight row is widened
-//!   to f32 inside the dot product as it is read ([`dots`]), output channels split over
-//!   [`spin_team`]; the loop is compiled for AVX-512 and AVX2 too and picked at run time. bf16
-//!   weights on a CPU with AVX-512 BF16 are not widened: `vdpbf16ps` multiplies bf16 pairs.
+//! * A few activation rows (a decode step, an expert's share of one): dot products against each
+//!   weight row as it is read, output channels split over [`spin_team`]. `vdpbf16ps` multiplies
+//!   32 bf16 pairs, `vpdpbusd` 64 int8 pairs; on a CPU without them bf16 rows are widened to f32
+//!   inside the dot product ([`dots`], compiled for AVX-512 and AVX2 too and picked at run time)
+//!   and int8 rows summed in i32 in plain Rust.
 //! * More rows (a prefill): the weight is widened a panel of output channels at a time and
-//!   multiplied by gemm ([`gemm_into`]), which is compute-bound there; widening costs one pass
-//!   over the weight per product, not one per row.
+//!   multiplied by gemm ([`gemm_into`]) with the reduced activations widened back to f32, which is
+//!   compute-bound there; widening costs one pass over the weight per product, not one per row.
 
 use super::backend::{gemm_into, SPLIT_MIN_WORK};
 use super::spin_team;
@@ -63,18 +66,7 @@ impl ReducedMatrix {
     /// `values`: `[rows, cols]` row-major; symmetric per-row scales, a row of zeros gets scale 0.
     pub fn int8(values: &[f32], rows: usize, cols: usize) -> Self {
         assert_eq!(values.len(), rows * cols, "values fill the shape");
-        let mut q = Vec::with_capacity(values.len());
-        let mut scales = Vec::with_capacity(rows);
-        for r in 0..rows {
-            let row = &values[r * cols..(r + 1) * cols];
-            let scale = row.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
-            let inverse = if scale > 0.0 { scale.recip() } else { 0.0 };
-            q.extend(
-                row.iter()
-                    .map(|v| (v * inverse).round().clamp(-127.0, 127.0) as i8),
-            );
-            scales.push(scale);
-        }
+        let Int8Rows { q, scales } = Int8Rows::quantise(values, cols);
         let values = Values::Int8 { q, scales };
         Self { rows, cols, values }
     }
@@ -113,16 +105,46 @@ impl ReducedMatrix {
         if m == 0 || self.rows == 0 || self.cols == 0 {
             return Array2::zeros((m, self.rows));
         }
-        // Rounded on every path and CPU alike, so that a bf16 model computes the same function
-        // wherever it runs; `vdpbf16ps` then takes the activations as they are.
-        let x = match self.values {
-            Values::Bf16(_) => x.mapv(|v| bf16::from_f32(v).to_f32()),
-            Values::Int8 { .. } => x.as_standard_layout().into_owned(),
-        };
-        if m <= DOT_ROWS {
-            self.few_rows(x.as_slice().expect("standard layout"), m)
-        } else {
-            self.many_rows(x.view())
+        let k = self.cols;
+        match &self.values {
+            Values::Bf16(w) => {
+                let x = x.mapv(|v| bf16::from_f32(v).to_f32());
+                let x = x.as_slice().expect("standard layout");
+                if m > DOT_ROWS {
+                    return self.many_rows(x, m);
+                }
+                // The bf16 dot-product instructions take the rounded activations as bf16.
+                let x16: Option<Vec<bf16>> =
+                    bf16_instructions().then(|| x.iter().map(|&v| bf16::from_f32(v)).collect());
+                self.few_rows(m, |c, dst| {
+                    let w = &w[c.start * k..c.end * k];
+                    match &x16 {
+                        // SAFETY: `bf16_instructions` checked the CPU; the shapes are as asked.
+                        #[cfg(target_arch = "x86_64")]
+                        Some(x16) => unsafe { avx512::bf16_dots(x16, k, w, dst) },
+                        _ => dots(x, k, w, dst),
+                    }
+                })
+            }
+            Values::Int8 { q, scales } => {
+                let x = x.as_standard_layout();
+                let x = Int8Rows::quantise(x.as_slice().expect("standard layout"), k);
+                if m > DOT_ROWS {
+                    return self.many_rows(&x.dequantised(k), m);
+                }
+                // `vpdpbusd` takes unsigned activations: each as `x + 128`, its top bit flipped.
+                let xu: Option<Vec<u8>> =
+                    vnni_instructions().then(|| x.q.iter().map(|&v| v as u8 ^ 0x80).collect());
+                self.few_rows(m, |c, dst| {
+                    let (w, scales) = (&q[c.start * k..c.end * k], &scales[c]);
+                    match &xu {
+                        // SAFETY: `vnni_instructions` checked the CPU; the shapes are as asked.
+                        #[cfg(target_arch = "x86_64")]
+                        Some(xu) => unsafe { avx512::int8_dots(xu, &x.scales, k, w, scales, dst) },
+                        _ => int8_dots(&x, k, w, scales, dst),
+                    }
+                })
+            }
         }
     }
 
@@ -135,31 +157,15 @@ impl ReducedMatrix {
         }
     }
 
-    /// The decode-time product: dot products against each weight row, widened as it is read.
-    fn few_rows(&self, x: &[f32], m: usize) -> Array2<f32> {
+    /// The decode-time product of `m` activation rows: `band(c, dst)` writes the outputs of the
+    /// weight rows (output channels) `c` into `dst`, `[c.len(), m]`; the bands are split over the
+    /// spin team.
+    fn few_rows(&self, m: usize, band: impl Fn(Range<usize>, &mut [f32]) + Sync) -> Array2<f32> {
         let (n, k) = (self.rows, self.cols);
         // Written transposed, `[n, m]`: a part's band of output channels is one contiguous run.
         let mut out_t = vec![0f32; n * m];
-        // The bf16 dot-product instructions take the (already rounded) activations as bf16.
-        let x16: Option<Vec<bf16>> = match self.values {
-            Values::Bf16(_) if bf16_instructions() => {
-                Some(x.iter().map(|&v| bf16::from_f32(v)).collect())
-            }
-            _ => None,
-        };
         let band = |b: usize, dst: &mut [f32], channels: usize| {
-            let c = b * channels..b * channels + dst.len() / m;
-            match (&self.values, &x16) {
-                // SAFETY: `bf16_instructions` checked the CPU; the slices have the shapes asked.
-                #[cfg(target_arch = "x86_64")]
-                (Values::Bf16(w), Some(x16)) => unsafe {
-                    avx512::bf16_dots(x16, k, &w[c.start * k..c.end * k], dst)
-                },
-                (Values::Bf16(w), _) => dots(x, k, &w[c.start * k..c.end * k], None, dst),
-                (Values::Int8 { q, scales }, _) => {
-                    dots(x, k, &q[c.start * k..c.end * k], Some(&scales[c]), dst)
-                }
-            }
+            band(b * channels..b * channels + dst.len() / m, dst)
         };
         if m * n * k < SPLIT_MIN_WORK {
             band(0, &mut out_t, n);
@@ -175,9 +181,10 @@ impl ReducedMatrix {
             .into_owned()
     }
 
-    /// The prefill product: f32 panels of the weight through gemm.
-    fn many_rows(&self, x: ArrayView2<f32>) -> Array2<f32> {
-        let (m, n, k) = (x.nrows(), self.rows, self.cols);
+    /// The prefill product of `x` (`m × cols`): f32 panels of the weight through gemm.
+    fn many_rows(&self, x: &[f32], m: usize) -> Array2<f32> {
+        let (n, k) = (self.rows, self.cols);
+        let x = ArrayView2::from_shape((m, k), x).expect("values fill the shape");
         let width = (PANEL_VALUES / k).clamp(16, n.max(16)).min(n);
         let mut panel = vec![0f32; width * k];
         let mut out = Array2::zeros((m, n));
@@ -197,13 +204,6 @@ impl ReducedMatrix {
 }
 
 /// A stored weight value.
-#[cfg(target_arch = "x86_64")]
-trait Stored: Copy + Sync + avx512::Widen16 {
-    fn widen(self) -> f32;
-}
-
-/// A stored weight value.
-#[cfg(not(target_arch = "x86_64"))]
 trait Stored: Copy + Sync {
     fn widen(self) -> f32;
 }
@@ -243,23 +243,83 @@ fn widen<T: Stored>(w: &[T], scales: Option<&[f32]>, k: usize, out: &mut [f32]) 
     }
 }
 
-/// `dst[c·m + r] = scale[c] · (x[r] · w[c])` for every weight row `c` of the band `w` and every
-/// activation row `r` of `x` (`m × k`): AVX-512 intrinsics where the CPU has them (the loops below
-/// do not auto-vectorise well: the compiler kept the partial sums in 2-wide registers), else
-/// plain Rust compiled for AVX2 or baseline x86-64.
-fn dots<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &mut [f32]) {
+/// Rows quantised to int8, each with its symmetric scale `max|row| / 127` (a row of zeros gets
+/// scale 0): the int8 weights, and the activations an int8 product multiplies them with.
+struct Int8Rows {
+    q: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+impl Int8Rows {
+    /// `values`: rows of `cols` values, row-major.
+    fn quantise(values: &[f32], cols: usize) -> Self {
+        let rows = values.len() / cols.max(1);
+        let mut q = Vec::with_capacity(values.len());
+        let mut scales = Vec::with_capacity(rows);
+        for row in values.chunks_exact(cols.max(1)) {
+            let scale = row.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
+            let inverse = if scale > 0.0 { scale.recip() } else { 0.0 };
+            q.extend(
+                row.iter()
+                    .map(|v| (v * inverse).round().clamp(-127.0, 127.0) as i8),
+            );
+            scales.push(scale);
+        }
+        Self { q, scales }
+    }
+
+    /// The f32 values these rows stand for, row-major.
+    fn dequantised(&self, cols: usize) -> Vec<f32> {
+        let mut out = vec![0f32; self.q.len()];
+        widen(&self.q, Some(&self.scales), cols, &mut out);
+        out
+    }
+}
+
+/// `dst[c·m + r] = scales[c] · x.scales[r] · (x.q[r] · w[c])` for every weight row `c` of the band
+/// `w` and every activation row `r` of `x` (`m × k`), the dot products summed exactly in i32
+/// (`k · 255 · 127 < 2³¹` for `k` up to 66,000), in plain Rust: the sums `avx512::int8_dots` makes
+/// with AVX-512 VNNI.
+fn int8_dots(x: &Int8Rows, k: usize, w: &[i8], scales: &[f32], dst: &mut [f32]) {
+    let m = x.scales.len();
+    for (c, (row, scale)) in w.chunks_exact(k).zip(scales).enumerate() {
+        for (r, xr) in x.q.chunks_exact(k).enumerate() {
+            let sum: i32 = xr.iter().zip(row).map(|(&a, &b)| a as i32 * b as i32).sum();
+            dst[c * m + r] = scale * x.scales[r] * sum as f32;
+        }
+    }
+}
+
+/// Whether the CPU multiplies bytes into i32 sums (AVX-512 VNNI, `vpdpbusd`).
+fn vnni_instructions() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512vnni")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `dst[c·m + r] = x[r] · w[c]` for every weight row `c` of the band `w` and every activation row
+/// `r` of `x` (`m × k`), bf16 weights widened to f32: AVX-512 intrinsics where the CPU has them
+/// (the loops below do not auto-vectorise well: the compiler kept the partial sums in 2-wide
+/// registers), else plain Rust compiled for AVX2 or baseline x86-64.
+fn dots(x: &[f32], k: usize, w: &[bf16], dst: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { avx512::dots(x, k, w, scales, dst) };
+            return unsafe { avx512::dots(x, k, w, dst) };
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: as above.
-            return unsafe { dots_avx2(x, k, w, scales, dst) };
+            return unsafe { dots_avx2(x, k, w, dst) };
         }
     }
-    dots_portable(x, k, w, scales, dst)
+    dots_portable(x, k, w, dst)
 }
 
 /// Whether the CPU multiplies bf16 pairs into f32 sums (AVX-512 BF16, `vdpbf16ps`).
@@ -277,47 +337,27 @@ fn bf16_instructions() -> bool {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn dots_avx2<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &mut [f32]) {
-    dots_portable(x, k, w, scales, dst)
+fn dots_avx2(x: &[f32], k: usize, w: &[bf16], dst: &mut [f32]) {
+    dots_portable(x, k, w, dst)
 }
 
-/// The decode product in AVX-512: each 16 weights are loaded and widened once and multiplied
-/// into up to four activation rows, with four partial sums per row in flight (a fused
-/// multiply-add waits four cycles for its sum; one chain would leave the unit idle).
+/// The decode products in AVX-512: bf16 weights widened 16 at a time and multiplied into up to
+/// four activation rows, with four partial sums per row in flight (a fused multiply-add waits
+/// four cycles for its sum; one chain would leave the unit idle); the same with `vdpbf16ps` and
+/// bf16 activations; int8 dot products with `vpdpbusd`.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::Stored;
     use half::bf16;
     use std::arch::x86_64::*;
 
-    /// 16 stored weights widened to f32.
-    pub(super) trait Widen16 {
-        /// # Safety
-        /// `p` points at 16 readable values; the CPU has AVX-512F.
-        unsafe fn widen16(p: *const Self) -> __m512;
-    }
-
-    impl Widen16 for i8 {
-        #[inline(always)]
-        unsafe fn widen16(p: *const i8) -> __m512 {
-            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p.cast())))
-        }
-    }
-
-    impl Widen16 for bf16 {
-        // bf16 is the top half of an f32: zero-extend to 32 bits and shift into place.
-        #[inline(always)]
-        unsafe fn widen16(p: *const bf16) -> __m512 {
-            let halves = _mm512_cvtepu16_epi32(_mm256_loadu_si256(p.cast()));
-            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(halves))
-        }
-    }
-
-    impl Widen16 for f32 {
-        #[inline(always)]
-        unsafe fn widen16(p: *const f32) -> __m512 {
-            _mm512_loadu_ps(p)
-        }
+    /// 16 bf16 values widened to f32: zero-extended to 32 bits and shifted into place (bf16 is the
+    /// top half of an f32).
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn widen16(p: *const bf16) -> __m512 {
+        let halves = _mm512_cvtepu16_epi32(_mm256_loadu_si256(p.cast()));
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(halves))
     }
 
     /// See [`super::dots`].
@@ -325,48 +365,35 @@ mod avx512 {
     /// # Safety
     /// The CPU has AVX-512F; `x.len() = m·k`, `w.len() = n·k`, `dst.len() = n·m`.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn dots<T: Stored>(
-        x: &[f32],
-        k: usize,
-        w: &[T],
-        scales: Option<&[f32]>,
-        dst: &mut [f32],
-    ) {
+    pub(super) unsafe fn dots(x: &[f32], k: usize, w: &[bf16], dst: &mut [f32]) {
         let m = x.len() / k;
         for (c, row) in w.chunks_exact(k).enumerate() {
-            let scale = scales.map_or(1.0, |s| s[c]);
             let out = &mut dst[c * m..(c + 1) * m];
             let mut r = 0;
             while r < m {
                 let xs = &x[r * k..];
                 match m - r {
-                    1 => rows::<T, 1>(xs, k, row, scale, &mut out[r..]),
-                    2 => rows::<T, 2>(xs, k, row, scale, &mut out[r..]),
-                    3 => rows::<T, 3>(xs, k, row, scale, &mut out[r..]),
-                    _ => rows::<T, 4>(xs, k, row, scale, &mut out[r..]),
+                    1 => rows::<1>(xs, k, row, &mut out[r..]),
+                    2 => rows::<2>(xs, k, row, &mut out[r..]),
+                    3 => rows::<3>(xs, k, row, &mut out[r..]),
+                    _ => rows::<4>(xs, k, row, &mut out[r..]),
                 }
                 r += 4;
             }
         }
     }
 
-    /// `out[j] = scale · (x[j] · row)` for the `G` activation rows starting at `x`.
+    /// `out[j] = x[j] · row` for the `G` activation rows starting at `x`.
     #[target_feature(enable = "avx512f")]
     #[inline]
-    unsafe fn rows<T: Stored, const G: usize>(
-        x: &[f32],
-        k: usize,
-        row: &[T],
-        scale: f32,
-        out: &mut [f32],
-    ) {
+    unsafe fn rows<const G: usize>(x: &[f32], k: usize, row: &[bf16], out: &mut [f32]) {
         const UNROLL: usize = 4;
         let mut acc = [[_mm512_setzero_ps(); UNROLL]; G];
         let (wp, xp) = (row.as_ptr(), x.as_ptr());
         let mut i = 0;
         while i + 16 * UNROLL <= k {
             for u in 0..UNROLL {
-                let wv = T::widen16(wp.add(i + 16 * u));
+                let wv = widen16(wp.add(i + 16 * u));
                 for (j, a) in acc.iter_mut().enumerate() {
                     let xv = _mm512_loadu_ps(xp.add(j * k + i + 16 * u));
                     a[u] = _mm512_fmadd_ps(xv, wv, a[u]);
@@ -375,7 +402,7 @@ mod avx512 {
             i += 16 * UNROLL;
         }
         while i + 16 <= k {
-            let wv = T::widen16(wp.add(i));
+            let wv = widen16(wp.add(i));
             for (j, a) in acc.iter_mut().enumerate() {
                 a[0] = _mm512_fmadd_ps(_mm512_loadu_ps(xp.add(j * k + i)), wv, a[0]);
             }
@@ -384,7 +411,7 @@ mod avx512 {
         for (j, a) in acc.iter().enumerate() {
             let sum = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
             let tail: f32 = (i..k).map(|t| x[j * k + t] * row[t].widen()).sum();
-            out[j] = scale * (_mm512_reduce_add_ps(sum) + tail);
+            out[j] = _mm512_reduce_add_ps(sum) + tail;
         }
     }
 
@@ -458,26 +485,88 @@ mod avx512 {
             out[j] = _mm512_reduce_add_ps(sum);
         }
     }
+
+    /// `dst[c·m + r] = scales[c] · x_scales[r] · (x[r] · w[c])` with `vpdpbusd`, which multiplies
+    /// unsigned by signed bytes: the activations come as `xu = x + 128` (`x` is in -127..=127), and
+    /// `128 · Σw` is taken off each sum after.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F, BW and VNNI; `xu.len() = m·k`, `x_scales.len() = m`,
+    /// `w.len() = n·k`, `scales.len() = n`, `dst.len() = n·m`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn int8_dots(
+        xu: &[u8],
+        x_scales: &[f32],
+        k: usize,
+        w: &[i8],
+        scales: &[f32],
+        dst: &mut [f32],
+    ) {
+        let m = x_scales.len();
+        for (c, (row, scale)) in w.chunks_exact(k).zip(scales).enumerate() {
+            let mut r = 0;
+            while r < m {
+                let xs = &xu[r * k..];
+                let sums: &[i32] = match m - r {
+                    1 => &int8_rows::<1>(xs, k, row),
+                    2 => &int8_rows::<2>(xs, k, row),
+                    3 => &int8_rows::<3>(xs, k, row),
+                    _ => &int8_rows::<4>(xs, k, row),
+                };
+                for (j, &sum) in sums.iter().enumerate() {
+                    dst[c * m + r + j] = scale * x_scales[r + j] * sum as f32;
+                }
+                r += 4;
+            }
+        }
+    }
+
+    /// `x[j] · row` in i32 for the `G` offset activation rows starting at `xu`; each 64 weights are
+    /// loaded once for all of them. The last partial 64 bytes go through masked loads: zeros add
+    /// nothing to either sum.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[inline]
+    unsafe fn int8_rows<const G: usize>(xu: &[u8], k: usize, row: &[i8]) -> [i32; G] {
+        let mut dots = [_mm512_setzero_si512(); G];
+        let mut offset = _mm512_setzero_si512();
+        let mut i = 0;
+        while i < k {
+            let mask = if k - i >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << (k - i)) - 1
+            };
+            let wv = _mm512_maskz_loadu_epi8(mask, row.as_ptr().add(i));
+            // 128 (as an unsigned byte) in the lanes read.
+            offset = _mm512_dpbusd_epi32(offset, _mm512_maskz_set1_epi8(mask, -128), wv);
+            for (j, d) in dots.iter_mut().enumerate() {
+                let xv = _mm512_maskz_loadu_epi8(mask, xu.as_ptr().add(j * k + i).cast());
+                *d = _mm512_dpbusd_epi32(*d, xv, wv);
+            }
+            i += 64;
+        }
+        let offset = _mm512_reduce_add_epi32(offset);
+        dots.map(|d| _mm512_reduce_add_epi32(d) - offset)
+    }
 }
 
 /// [`dots`] in plain Rust; inlined into the AVX2 variant, which compiles it again. One activation
 /// row widens each weight value inside its dot product; several share one widened copy of the
 /// weight row, so that a weight is widened once per step, not once per row.
 #[inline(always)]
-fn dots_portable<T: Stored>(x: &[f32], k: usize, w: &[T], scales: Option<&[f32]>, dst: &mut [f32]) {
+fn dots_portable(x: &[f32], k: usize, w: &[bf16], dst: &mut [f32]) {
     let m = x.len() / k;
     let mut wide = vec![0f32; if m > 1 { k } else { 0 }];
     for (c, row) in w.chunks_exact(k).enumerate() {
-        let scale = scales.map_or(1.0, |s| s[c]);
         if m == 1 {
-            dst[c] = scale * dot(x, row);
+            dst[c] = dot(x, row);
             continue;
         }
         for (d, &v) in wide.iter_mut().zip(row) {
             *d = v.widen();
         }
         for (r, xr) in x.chunks_exact(k).enumerate() {
-            dst[c * m + r] = scale * dot(xr, &wide);
+            dst[c * m + r] = dot(xr, &wide);
         }
     }
 }
