@@ -351,6 +351,31 @@ mod avx512 {
     use half::bf16;
     use std::arch::x86_64::*;
 
+    /// `$rows::<G>(&x[r·k..], k, w[c], &mut dst[c·m + r..])` for each weight row `c` of `w` and the
+    /// `m = x.len() / k` activation rows of `x` in groups of up to `G = 4`, which share each load
+    /// of the weights: the loop around every kernel here (a macro, because each kernel is a
+    /// generic function of its own).
+    macro_rules! four_rows_at_a_time {
+        ($rows:ident, $x:expr, $k:expr, $w:expr, $dst:expr) => {{
+            let (x, k, dst) = ($x, $k, $dst);
+            let m = x.len() / k;
+            for (c, row) in $w.chunks_exact(k).enumerate() {
+                let out = &mut dst[c * m..(c + 1) * m];
+                let mut r = 0;
+                while r < m {
+                    let xs = &x[r * k..];
+                    match m - r {
+                        1 => $rows::<1>(xs, k, row, &mut out[r..]),
+                        2 => $rows::<2>(xs, k, row, &mut out[r..]),
+                        3 => $rows::<3>(xs, k, row, &mut out[r..]),
+                        _ => $rows::<4>(xs, k, row, &mut out[r..]),
+                    }
+                    r += 4;
+                }
+            }
+        }};
+    }
+
     /// 16 bf16 values widened to f32: zero-extended to 32 bits and shifted into place (bf16 is the
     /// top half of an f32).
     #[target_feature(enable = "avx512f")]
@@ -366,21 +391,7 @@ mod avx512 {
     /// The CPU has AVX-512F; `x.len() = m·k`, `w.len() = n·k`, `dst.len() = n·m`.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn dots(x: &[f32], k: usize, w: &[bf16], dst: &mut [f32]) {
-        let m = x.len() / k;
-        for (c, row) in w.chunks_exact(k).enumerate() {
-            let out = &mut dst[c * m..(c + 1) * m];
-            let mut r = 0;
-            while r < m {
-                let xs = &x[r * k..];
-                match m - r {
-                    1 => rows::<1>(xs, k, row, &mut out[r..]),
-                    2 => rows::<2>(xs, k, row, &mut out[r..]),
-                    3 => rows::<3>(xs, k, row, &mut out[r..]),
-                    _ => rows::<4>(xs, k, row, &mut out[r..]),
-                }
-                r += 4;
-            }
-        }
+        four_rows_at_a_time!(rows, x, k, w, dst);
     }
 
     /// `out[j] = x[j] · row` for the `G` activation rows starting at `x`.
@@ -422,21 +433,7 @@ mod avx512 {
     /// The CPU has AVX-512F, BW and BF16; `x.len() = m·k`, `w.len() = n·k`, `dst.len() = n·m`.
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
     pub(super) unsafe fn bf16_dots(x: &[bf16], k: usize, w: &[bf16], dst: &mut [f32]) {
-        let m = x.len() / k;
-        for (c, row) in w.chunks_exact(k).enumerate() {
-            let out = &mut dst[c * m..(c + 1) * m];
-            let mut r = 0;
-            while r < m {
-                let xs = &x[r * k..];
-                match m - r {
-                    1 => bf16_rows::<1>(xs, k, row, &mut out[r..]),
-                    2 => bf16_rows::<2>(xs, k, row, &mut out[r..]),
-                    3 => bf16_rows::<3>(xs, k, row, &mut out[r..]),
-                    _ => bf16_rows::<4>(xs, k, row, &mut out[r..]),
-                }
-                r += 4;
-            }
-        }
+        four_rows_at_a_time!(bf16_rows, x, k, w, dst);
     }
 
     /// 32 bf16 values from `p`, the lanes at and past `len` zero (and not read).
@@ -502,21 +499,10 @@ mod avx512 {
         scales: &[f32],
         dst: &mut [f32],
     ) {
-        let m = x_scales.len();
-        for (c, (row, scale)) in w.chunks_exact(k).zip(scales).enumerate() {
-            let mut r = 0;
-            while r < m {
-                let xs = &xu[r * k..];
-                let sums: &[i32] = match m - r {
-                    1 => &int8_rows::<1>(xs, k, row),
-                    2 => &int8_rows::<2>(xs, k, row),
-                    3 => &int8_rows::<3>(xs, k, row),
-                    _ => &int8_rows::<4>(xs, k, row),
-                };
-                for (j, &sum) in sums.iter().enumerate() {
-                    dst[c * m + r + j] = scale * x_scales[r + j] * sum as f32;
-                }
-                r += 4;
+        four_rows_at_a_time!(int8_rows, xu, k, w, &mut *dst);
+        for (out, scale) in dst.chunks_exact_mut(x_scales.len()).zip(scales) {
+            for (o, x_scale) in out.iter_mut().zip(x_scales) {
+                *o *= scale * x_scale;
             }
         }
     }
@@ -526,7 +512,7 @@ mod avx512 {
     /// nothing to either sum.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     #[inline]
-    unsafe fn int8_rows<const G: usize>(xu: &[u8], k: usize, row: &[i8]) -> [i32; G] {
+    unsafe fn int8_rows<const G: usize>(xu: &[u8], k: usize, row: &[i8], out: &mut [f32]) {
         let mut dots = [_mm512_setzero_si512(); G];
         let mut offset = _mm512_setzero_si512();
         let mut i = 0;
@@ -546,7 +532,9 @@ mod avx512 {
             i += 64;
         }
         let offset = _mm512_reduce_add_epi32(offset);
-        dots.map(|d| _mm512_reduce_add_epi32(d) - offset)
+        for (o, d) in out.iter_mut().zip(dots) {
+            *o = (_mm512_reduce_add_epi32(d) - offset) as f32;
+        }
     }
 }
 
