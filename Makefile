@@ -566,7 +566,7 @@ BENCH_ROUNDS ?= 3
 	python3 -m venv .venv
 	.venv/bin/pip install numpy safetensors sentencepiece transformers torch
 	CMAKE_ARGS="-DGGML_NATIVE=ON" .venv/bin/pip install llama-cpp-python==$(LLAMACPP_PY)
-	.venv/bin/pip download --no-binary :all: --no-deps llama-cpp-python==$(LLAMACPP_PY) -d .venv/src
+	.venv/bin/pip download --no-binary llama-cpp-python --no-deps llama-cpp-python==$(LLAMACPP_PY) -d .venv/src
 	tar xzf .venv/src/llama_cpp_python-$(LLAMACPP_PY).tar.gz -C .venv/src
 	touch $@
 
