@@ -379,3 +379,60 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
         "{md}"
     );
 }
+
+/// `teacher-distill eval --dtype` takes one value for every model or one per model, and says so
+/// before it reads anything when it gets another count.
+#[test]
+fn eval_takes_one_dtype_or_one_per_model() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_teacher-distill"))
+        .args([
+            "eval",
+            "--model",
+            "a=missing",
+            "--model",
+            "b=missing",
+            "--set",
+            "s=missing",
+        ])
+        .args([
+            "--tasks",
+            "missing.jsonl",
+            "--dtype",
+            "f32",
+            "--dtype",
+            "bf16",
+            "--dtype",
+            "int8",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--dtype: 3 values for 2 models"), "{err}");
+    // Two values for two models get past the check, to the missing task file.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_teacher-distill"))
+        .args([
+            "eval",
+            "--model",
+            "a=missing",
+            "--model",
+            "b=missing",
+            "--set",
+            "s=missing",
+        ])
+        .args([
+            "--tasks",
+            "missing.jsonl",
+            "--dtype",
+            "f32",
+            "--dtype",
+            "int8",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("missing.jsonl"),
+        "{err}"
+    );
+}

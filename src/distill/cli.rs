@@ -18,7 +18,7 @@ use crate::hsa::{Config as HsaConfig, Pool, Selection, Spec};
 use crate::jsonl::JsonlArgs;
 use crate::judge::verifiable::TokenCounter;
 use crate::model::config::ModelConfig;
-use crate::model::{presets, CausalLm};
+use crate::model::{presets, CausalLm, WeightDtype};
 use crate::policy::noise::NoiseRates;
 use crate::policy::openai::{ClientArgs, OpenAi};
 use crate::policy::Policy;
@@ -478,6 +478,11 @@ pub struct EvalArgs {
     /// Longest reply, in tokens.
     #[arg(long, default_value_t = 160)]
     pub max_tokens: usize,
+    /// Storage of the projection weights (`serve --dtype`): one value for every --model, or one per
+    /// --model in order — the same checkpoint given as two models at f32 and bf16 puts the
+    /// rounding's cost in the paired test.
+    #[arg(long, value_enum)]
+    pub dtype: Vec<WeightDtype>,
     /// Episodes run at once.
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
@@ -631,6 +636,15 @@ pub fn eval(a: &EvalArgs) -> Result<i32> {
         bars_svg, markdown, paired_right_tool, paired_scores, play, summarise,
     };
     use crate::policy::local::{LocalOptions, LocalPolicy};
+    let dtypes = match a.dtype.len() {
+        0 => vec![WeightDtype::F32; a.models.len()],
+        1 => vec![a.dtype[0]; a.models.len()],
+        n if n == a.models.len() => a.dtype.clone(),
+        n => bail!(
+            "--dtype: {n} values for {} models; give one for all, or one per --model",
+            a.models.len()
+        ),
+    };
     let tasks = read_records(&a.tasks, a.n)?;
     let catalog = a.catalog.load()?;
     let env = SimEnv {
@@ -647,11 +661,12 @@ pub fn eval(a: &EvalArgs) -> Result<i32> {
         .map(crate::jsonl::JsonlWriter::create)
         .transpose()?;
     let (mut rows, mut played) = (Vec::new(), Vec::new());
-    for m in &a.models {
+    for (m, dtype) in a.models.iter().zip(dtypes) {
         let (name, dir) = split_pair(m, "--model")?;
         let mut opts = LocalOptions::default();
         opts.sampling.max_tokens = a.max_tokens;
         opts.sampling.seed = a.seed;
+        opts.dtype = dtype;
         let policy = LocalPolicy::load(std::path::Path::new(dir), opts)?;
         for set in &a.sets {
             let (set_name, dirs) = split_pair(set, "--set")?;
