@@ -380,59 +380,27 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
     );
 }
 
+/// `teacher-distill eval` of two models with `--dtype` given once per value of `dtypes`, on files that
+/// do not exist: fails either way; stderr says why.
+fn eval_two_models_with(dtypes: &[&str]) -> String {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_teacher-distill"));
+    cmd.args(["eval", "--model", "a=missing", "--model", "b=missing"])
+        .args(["--set", "s=missing", "--tasks", "missing.jsonl"]);
+    for d in dtypes {
+        cmd.args(["--dtype", d]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// `teacher-distill eval --dtype` takes one value for every model or one per model, and says so
 /// before it reads anything when it gets another count.
 #[test]
 fn eval_takes_one_dtype_or_one_per_model() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_teacher-distill"))
-        .args([
-            "eval",
-            "--model",
-            "a=missing",
-            "--model",
-            "b=missing",
-            "--set",
-            "s=missing",
-        ])
-        .args([
-            "--tasks",
-            "missing.jsonl",
-            "--dtype",
-            "f32",
-            "--dtype",
-            "bf16",
-            "--dtype",
-            "int8",
-        ])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = eval_two_models_with(&["f32", "bf16", "int8"]);
     assert!(err.contains("--dtype: 3 values for 2 models"), "{err}");
     // Two values for two models get past the check, to the missing task file.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_teacher-distill"))
-        .args([
-            "eval",
-            "--model",
-            "a=missing",
-            "--model",
-            "b=missing",
-            "--set",
-            "s=missing",
-        ])
-        .args([
-            "--tasks",
-            "missing.jsonl",
-            "--dtype",
-            "f32",
-            "--dtype",
-            "int8",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("missing.jsonl"),
-        "{err}"
-    );
+    let err = eval_two_models_with(&["f32", "int8"]);
+    assert!(err.contains("missing.jsonl"), "{err}");
 }

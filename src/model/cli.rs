@@ -88,8 +88,8 @@ pub struct GenerateArgs {
     /// Tokens drafted per round with --mtp.
     #[arg(long, default_value_t = 3, requires = "mtp")]
     pub draft_tokens: usize,
-    /// Storage of the projection weights (bf16: half the bytes, the activations rounded to bf16 in
-    /// the products; int8: a quarter, f32 activations).
+    /// Storage of the projection weights (bf16: half the bytes, int8: a quarter); the products
+    /// reduce the activations to the same precision.
     #[arg(long, value_enum, default_value_t = WeightDtype::F32)]
     pub dtype: WeightDtype,
 }

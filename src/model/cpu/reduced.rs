@@ -66,7 +66,7 @@ impl ReducedMatrix {
     /// `values`: `[rows, cols]` row-major; symmetric per-row scales, a row of zeros gets scale 0.
     pub fn int8(values: &[f32], rows: usize, cols: usize) -> Self {
         assert_eq!(values.len(), rows * cols, "values fill the shape");
-        let Int8Rows { q, scales } = Int8Rows::quantise(values, cols);
+        let Int8Rows { q, scales } = Int8Rows::quantise(values, rows, cols);
         let values = Values::Int8 { q, scales };
         Self { rows, cols, values }
     }
@@ -108,27 +108,26 @@ impl ReducedMatrix {
         let k = self.cols;
         match &self.values {
             Values::Bf16(w) => {
-                let x = x.mapv(|v| bf16::from_f32(v).to_f32());
-                let x = x.as_slice().expect("standard layout");
-                if m > DOT_ROWS {
-                    return self.many_rows(x, m);
-                }
-                // The bf16 dot-product instructions take the rounded activations as bf16.
-                let x16: Option<Vec<bf16>> =
-                    bf16_instructions().then(|| x.iter().map(|&v| bf16::from_f32(v)).collect());
-                self.few_rows(m, |c, dst| {
-                    let w = &w[c.start * k..c.end * k];
-                    match &x16 {
+                let x16: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
+                // The dot-product instructions take the rounded activations as they are; gemm and
+                // the widening dot products take them as f32.
+                #[cfg(target_arch = "x86_64")]
+                if m <= DOT_ROWS && bf16_instructions() {
+                    return self.few_rows(m, |c, dst| {
+                        let w = &w[c.start * k..c.end * k];
                         // SAFETY: `bf16_instructions` checked the CPU; the shapes are as asked.
-                        #[cfg(target_arch = "x86_64")]
-                        Some(x16) => unsafe { avx512::bf16_dots(x16, k, w, dst) },
-                        _ => dots(x, k, w, dst),
-                    }
-                })
+                        unsafe { avx512::bf16_dots(&x16, k, w, dst) }
+                    });
+                }
+                let x: Vec<f32> = x16.iter().map(|v| v.to_f32()).collect();
+                if m > DOT_ROWS {
+                    return self.many_rows(&x, m);
+                }
+                self.few_rows(m, |c, dst| dots(&x, k, &w[c.start * k..c.end * k], dst))
             }
             Values::Int8 { q, scales } => {
                 let x = x.as_standard_layout();
-                let x = Int8Rows::quantise(x.as_slice().expect("standard layout"), k);
+                let x = Int8Rows::quantise(x.as_slice().expect("standard layout"), m, k);
                 if m > DOT_ROWS {
                     return self.many_rows(&x.dequantised(k), m);
                 }
@@ -251,30 +250,29 @@ struct Int8Rows {
 }
 
 impl Int8Rows {
-    /// `values`: rows of `cols` values, row-major. Compiled for AVX2 too (picked at run time):
+    /// `values`: `rows` rows of `cols` values, row-major. Compiled for AVX2 too (picked at run time):
     /// baseline x86-64 has no rounding instruction, so `f32::round` was a libm call per value, a
     /// tenth of an int8 decode step.
-    fn quantise(values: &[f32], cols: usize) -> Self {
+    fn quantise(values: &[f32], rows: usize, cols: usize) -> Self {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { Self::quantise_avx2(values, cols) };
+            return unsafe { Self::quantise_avx2(values, rows, cols) };
         }
-        Self::quantise_portable(values, cols)
+        Self::quantise_portable(values, rows, cols)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    fn quantise_avx2(values: &[f32], cols: usize) -> Self {
-        Self::quantise_portable(values, cols)
+    fn quantise_avx2(values: &[f32], rows: usize, cols: usize) -> Self {
+        Self::quantise_portable(values, rows, cols)
     }
 
     #[inline(always)]
-    fn quantise_portable(values: &[f32], cols: usize) -> Self {
-        let rows = values.len() / cols.max(1);
+    fn quantise_portable(values: &[f32], rows: usize, cols: usize) -> Self {
         let mut q = Vec::with_capacity(values.len());
         let mut scales = Vec::with_capacity(rows);
-        for row in values.chunks_exact(cols.max(1)) {
+        for row in (0..rows).map(|r| &values[r * cols..(r + 1) * cols]) {
             let scale = row.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
             let inverse = if scale > 0.0 { scale.recip() } else { 0.0 };
             q.extend(
@@ -341,16 +339,10 @@ fn dots(x: &[f32], k: usize, w: &[bf16], dst: &mut [f32]) {
 }
 
 /// Whether the CPU multiplies bf16 pairs into f32 sums (AVX-512 BF16, `vdpbf16ps`).
+#[cfg(target_arch = "x86_64")]
 fn bf16_instructions() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512bf16")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    std::arch::is_x86_feature_detected!("avx512bf16")
+        && std::arch::is_x86_feature_detected!("avx512bw")
 }
 
 #[cfg(target_arch = "x86_64")]

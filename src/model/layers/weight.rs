@@ -21,8 +21,9 @@ pub enum WeightDtype {
     /// 2 bytes a weight, rounded to the nearest bf16; the products round the activations to bf16
     /// too (as llama.cpp's do), f32 sums.
     Bf16,
-    /// 1 byte a weight and one f32 scale per output channel (`max|row| / 127`, symmetric);
-    /// f32 activations and sums.
+    /// 1 byte a weight and one f32 scale per output channel (`max|row| / 127`, symmetric); the
+    /// products quantise each activation row to int8 the same way (as llama.cpp's q8_0 does in
+    /// blocks), i32 sums.
     Int8,
 }
 
