@@ -15,10 +15,14 @@
 //!   32 bf16 pairs, `vpdpbusd` 64 int8 pairs; on a CPU without them bf16 rows are widened to f32
 //!   inside the dot product ([`dots`], compiled for AVX-512 and AVX2 too and picked at run time)
 //!   and int8 rows summed in i32 in plain Rust.
-//! * More rows (a prefill): the weight is widened a panel of output channels at a time and
-//!   multiplied by gemm ([`gemm_into`]) with the reduced activations widened back to f32, which is
-//!   compute-bound there; widening costs one pass over the weight per product, not one per row.
+//! * More rows (a prefill), which is compute-bound: AMX tiles ([`super::amx`]) where the CPU has
+//!   them and the rows are whole 64-byte blocks, output channels split over the spin team as above;
+//!   else the weight is widened a panel of output channels at a time and multiplied by gemm
+//!   ([`gemm_into`]) with the reduced activations widened back to f32 (widening costs one pass over
+//!   the weight per product, not one per row).
 
+#[cfg(target_arch = "x86_64")]
+use super::amx::{self, Dot};
 use super::backend::{gemm_into, SPLIT_MIN_WORK};
 use super::spin_team;
 use half::bf16;
@@ -109,11 +113,20 @@ impl ReducedMatrix {
         match &self.values {
             Values::Bf16(w) => {
                 let x16: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
-                // The dot-product instructions take the rounded activations as they are; gemm and
-                // the widening dot products take them as f32.
+                // The tiles and the dot-product instructions take the rounded activations as they
+                // are; gemm and the widening dot products take them as f32.
+                #[cfg(target_arch = "x86_64")]
+                if m > DOT_ROWS && tiles_fit(2 * k) {
+                    let x = amx::PackedRows::new(bytes_of(&x16), m, 2 * k);
+                    return self.channel_bands(m, |c, dst| {
+                        let w = bytes_of(&w[c.start * k..c.end * k]);
+                        // SAFETY: `tiles_fit` checked the CPU; the band's rows are in `w`.
+                        unsafe { amx::product(Dot::Bf16, w, &x, dst, |_, _, s| f32::from_bits(s)) }
+                    });
+                }
                 #[cfg(target_arch = "x86_64")]
                 if m <= DOT_ROWS && bf16_instructions() {
-                    return self.few_rows(m, |c, dst| {
+                    return self.channel_bands(m, |c, dst| {
                         let w = &w[c.start * k..c.end * k];
                         // SAFETY: `bf16_instructions` checked the CPU; the shapes are as asked.
                         unsafe { avx512::bf16_dots(&x16, k, w, dst) }
@@ -123,18 +136,31 @@ impl ReducedMatrix {
                 if m > DOT_ROWS {
                     return self.many_rows(&x, m);
                 }
-                self.few_rows(m, |c, dst| dots(&x, k, &w[c.start * k..c.end * k], dst))
+                self.channel_bands(m, |c, dst| dots(&x, k, &w[c.start * k..c.end * k], dst))
             }
             Values::Int8 { q, scales } => {
                 let x = x.as_standard_layout();
                 let x = Int8Rows::quantise(x.as_slice().expect("standard layout"), m, k);
+                #[cfg(target_arch = "x86_64")]
+                if m > DOT_ROWS && tiles_fit(k) {
+                    let packed = amx::PackedRows::new(bytes_of(&x.q), m, k);
+                    return self.channel_bands(m, |c, dst| {
+                        let (w, scales) = (bytes_of(&q[c.start * k..c.end * k]), &scales[c]);
+                        // The same arithmetic as the dot products' last step.
+                        let finish = |ch: usize, r: usize, sum: u32| {
+                            sum as i32 as f32 * (scales[ch] * x.scales[r])
+                        };
+                        // SAFETY: `tiles_fit` checked the CPU; the band's rows are in `w`.
+                        unsafe { amx::product(Dot::Int8, w, &packed, dst, finish) }
+                    });
+                }
                 if m > DOT_ROWS {
                     return self.many_rows(&x.dequantised(k), m);
                 }
                 // `vpdpbusd` takes unsigned activations: each as `x + 128`, its top bit flipped.
                 let xu: Option<Vec<u8>> =
                     vnni_instructions().then(|| x.q.iter().map(|&v| v as u8 ^ 0x80).collect());
-                self.few_rows(m, |c, dst| {
+                self.channel_bands(m, |c, dst| {
                     let (w, scales) = (&q[c.start * k..c.end * k], &scales[c]);
                     match &xu {
                         // SAFETY: `vnni_instructions` checked the CPU; the shapes are as asked.
@@ -156,10 +182,10 @@ impl ReducedMatrix {
         }
     }
 
-    /// The decode-time product of `m` activation rows: `band(c, dst)` writes the outputs of the
-    /// weight rows (output channels) `c` into `dst`, `[c.len(), m]`; the bands are split over the
-    /// spin team.
-    fn few_rows(&self, m: usize, band: impl Fn(Range<usize>, &mut [f32]) + Sync) -> Array2<f32> {
+    /// The product of `m` activation rows in bands of output channels: `band(c, dst)` writes the
+    /// outputs of the weight rows `c` into `dst`, `[c.len(), m]`; the bands are split over the spin
+    /// team.
+    fn channel_bands(&self, m: usize, band: impl Fn(Range<usize>, &mut [f32]) + Sync) -> Array2<f32> {
         let (n, k) = (self.rows, self.cols);
         // Written transposed, `[n, m]`: a part's band of output channels is one contiguous run.
         let mut out_t = vec![0f32; n * m];
@@ -200,6 +226,19 @@ impl ReducedMatrix {
         }
         out
     }
+}
+
+/// Whether AMX tiles can compute a product over rows of `row_bytes` bytes: the CPU has them, and the
+/// rows are whole tile rows (every projection of the presets; else gemm panels).
+#[cfg(target_arch = "x86_64")]
+fn tiles_fit(row_bytes: usize) -> bool {
+    row_bytes % amx::BLOCK_BYTES == 0 && amx::available()
+}
+
+/// The bytes of stored values (bf16, int8, f32: plain numbers without padding).
+fn bytes_of<T: Stored>(values: &[T]) -> &[u8] {
+    // SAFETY: every `Stored` type is a plain number, any of whose bytes may be read as `u8`.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
 }
 
 /// A stored weight value.
