@@ -80,11 +80,50 @@ fn round_trip_error_is_bounded_per_row() {
 }
 
 #[test]
+fn bf16_rounding_is_round_to_nearest_even_as_the_half_crate_does() {
+    // Ties both ways (1 + 2⁻⁸ rounds down to even, 1 + 3·2⁻⁸ up), the largest finite value (up to
+    // infinity), subnormals, infinities, quiet and signalling NaNs of both signs, and a sweep of
+    // bit patterns over every exponent.
+    let mut values = vec![
+        0.0,
+        -0.0,
+        1.0 + 2f32.powi(-8),
+        1.0 + 3.0 * 2f32.powi(-8),
+        -(1.0 + 2f32.powi(-8)),
+        f32::MAX,
+        f32::MIN_POSITIVE,
+        1e-40,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7f80_0001),
+        f32::from_bits(0xff80_8000),
+    ];
+    values.extend((0..65_536u32).map(|i| f32::from_bits(i.wrapping_mul(65_537) ^ 0x5a5a)));
+    let got = ReducedMatrix::bf16(&values, 1, values.len()).dequantised();
+    for (v, g) in values.iter().zip(&got) {
+        let want = half::bf16::from_f32(*v).to_f32();
+        assert_eq!(g.to_bits(), want.to_bits(), "{v:e} ({:#010x})", v.to_bits());
+    }
+}
+
+#[test]
 fn both_products_equal_the_dequantised_product() {
-    // Few rows (dot products, up to 16) and many rows (gemm panels); channel counts that leave a
-    // short last band, an inner size that splits the weight into two panels (40 × 8000), inner
-    // sizes with a vector tail, products on both sides of the thread split.
-    for (n, k) in [(5, 7), (40, 77), (300, 512), (1000, 33), (40, 8000)] {
+    // Few rows (dot products, up to 16) and many rows: AMX tiles where the CPU has them and rows
+    // are whole 64-byte blocks (every k here from 64 up), else gemm panels. Channel counts that
+    // leave a short last band or tile (one tile or two per step), an inner size that splits the
+    // weight into two gemm panels (40 × 8000), inner sizes with a vector tail, products on both
+    // sides of the thread split.
+    for (n, k) in [
+        (5, 7),
+        (40, 77),
+        (16, 64),
+        (80, 128),
+        (300, 512),
+        (1000, 33),
+        (40, 8000),
+    ] {
         let w = matrix(n, k);
         for reduced in [ReducedMatrix::int8(&w, n, k), ReducedMatrix::bf16(&w, n, k)] {
             let wd = reduced.dequantised();
@@ -117,8 +156,15 @@ fn both_products_equal_the_dequantised_product() {
 #[test]
 fn int8_sums_are_exact() {
     // Weights and activations whose rows reach ±127 exactly: both scales are 1, so every output
-    // is an integer sum, which i32 holds exactly and f32 too below 2²⁴ (here under 127² · 1000).
-    let (n, k) = (33, 1000);
+    // is an integer sum, which i32 holds exactly and f32 too below 2²⁴ (here under 127² · 1024).
+    // Rows of 1,000 go through the dot products and gemm panels, rows of 1,024 (whole 64-byte
+    // blocks) through AMX tiles for more than 16 activation rows where the CPU has them.
+    for k in [1000, 1024] {
+        exact_int8_sums(33, k);
+    }
+}
+
+fn exact_int8_sums(n: usize, k: usize) {
     let w: Vec<f32> = (0..n * k)
         .map(|i| {
             if i % k == 0 {
@@ -129,7 +175,7 @@ fn int8_sums_are_exact() {
         })
         .collect();
     let reduced = ReducedMatrix::int8(&w, n, k);
-    for m in [1, 3, 17] {
+    for m in [1, 3, 17, 40] {
         let x: Vec<f32> = (0..m * k)
             .map(|i| {
                 if i % k == 1 {
@@ -141,7 +187,7 @@ fn int8_sums_are_exact() {
             .collect();
         let got = reduced.matmul(ArrayView2::from_shape((m, k), &x).unwrap());
         let want = reference(&x, &w, m, n, k);
-        assert_eq!(got.iter().copied().collect::<Vec<_>>(), want, "{m} rows");
+        assert_eq!(got.iter().copied().collect::<Vec<_>>(), want, "{m} rows of {k}");
     }
 }
 

@@ -1,0 +1,16 @@
+use burn::backend::NdArray;
+use hat::model::{CausalLm, WeightDtype};
+use std::time::Instant;
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let dtype = match args[2].as_str() { "bf16" => WeightDtype::Bf16, "int8" => WeightDtype::Int8, _ => WeightDtype::F32 };
+    let len: usize = args[3].parse().unwrap();
+    let reps: usize = args[4].parse().unwrap();
+    let m = CausalLm::<NdArray<f32>>::load_as(std::path::Path::new(&args[1]), dtype, &Default::default()).unwrap();
+    let v = m.config.vocab_size as u32;
+    let prompt: Vec<u32> = (0..len as u32).map(|i| (i * 7919 + 13) % v).collect();
+    m.prefill(&prompt[..8], &mut m.new_cache()).unwrap();
+    let t0 = Instant::now();
+    for _ in 0..reps { m.prefill(&prompt, &mut m.new_cache()).unwrap(); }
+    eprintln!("{:.1} tok/s", (len * reps) as f64 / t0.elapsed().as_secs_f64());
+}
