@@ -187,7 +187,11 @@ fn exact_int8_sums(n: usize, k: usize) {
             .collect();
         let got = reduced.matmul(ArrayView2::from_shape((m, k), &x).unwrap());
         let want = reference(&x, &w, m, n, k);
-        assert_eq!(got.iter().copied().collect::<Vec<_>>(), want, "{m} rows of {k}");
+        assert_eq!(
+            got.iter().copied().collect::<Vec<_>>(),
+            want,
+            "{m} rows of {k}"
+        );
     }
 }
 

@@ -57,7 +57,13 @@ fn request_tile_state() -> bool {
         const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
         const XFEATURE_XTILEDATA: libc::c_long = 18;
         // SAFETY: a system call with integer arguments; it changes no memory of ours.
-        unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 }
+        unsafe {
+            libc::syscall(
+                libc::SYS_arch_prctl,
+                ARCH_REQ_XCOMP_PERM,
+                XFEATURE_XTILEDATA,
+            ) == 0
+        }
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -132,12 +138,14 @@ pub unsafe fn product(
     };
     let mut sums = [[0u32; TILE * TILE]; 4];
     configure_tiles();
-    for c in (0..n).step_by(2 * TILE) {
-        let channel_tiles = if c + TILE < n { 2 } else { 1 };
-        let a = [rows_at(c), rows_at(c + TILE)];
-        for t in (0..m.div_ceil(TILE)).step_by(2) {
-            let row_tiles = if (t + 1) * TILE < m { 2 } else { 1 };
-            let b = [x.tile(t), x.tile(t + row_tiles - 1)];
+    // Two tiles of activation rows (32 KB at most, for rows of 1 KB: they stay in the L1 cache)
+    // against every pair of weight tiles in turn (streamed from L2, where the band stays).
+    for t in (0..m.div_ceil(TILE)).step_by(2) {
+        let row_tiles = if (t + 1) * TILE < m { 2 } else { 1 };
+        let b = [x.tile(t), x.tile(t + row_tiles - 1)];
+        for c in (0..n).step_by(2 * TILE) {
+            let channel_tiles = if c + TILE < n { 2 } else { 1 };
+            let a = [rows_at(c), rows_at(c + TILE)];
             match (channel_tiles, row_tiles) {
                 (2, 2) => tiles::<2, 2>(dot, a, row_bytes, b, x.blocks, &mut sums),
                 (2, _) => tiles::<2, 1>(dot, a, row_bytes, b, x.blocks, &mut sums),
@@ -146,7 +154,10 @@ pub unsafe fn product(
             }
             for (s, tile_sums) in sums.iter().enumerate() {
                 let (c0, r0) = (c + (s / 2) * TILE, (t + s % 2) * TILE);
-                for (i, sums) in tile_sums.chunks_exact(TILE).take(n.saturating_sub(c0)).enumerate()
+                for (i, sums) in tile_sums
+                    .chunks_exact(TILE)
+                    .take(n.saturating_sub(c0))
+                    .enumerate()
                 {
                     for (j, &sum) in sums.iter().take(m.saturating_sub(r0)).enumerate() {
                         dst[(c0 + i) * m + r0 + j] = finish(c0 + i, r0 + j, sum);

@@ -15,9 +15,10 @@
 //!   32 bf16 pairs, `vpdpbusd` 64 int8 pairs; on a CPU without them bf16 rows are widened to f32
 //!   inside the dot product ([`dots`], compiled for AVX-512 and AVX2 too and picked at run time)
 //!   and int8 rows summed in i32 in plain Rust.
-//! * More rows (a prefill), which is compute-bound: AMX tiles ([`super::amx`]) where the CPU has
-//!   them and the rows are whole 64-byte blocks, output channels split over the spin team as above;
-//!   else the weight is widened a panel of output channels at a time and multiplied by gemm
+//! * From [`TILE_ROWS`] rows (a prefill, a batch of decode steps), where the product turns
+//!   compute-bound: AMX tiles ([`super::amx`]) where the CPU has them and the weight's rows are
+//!   whole 64-byte blocks, output channels split over the spin team as above. Else, above
+//!   [`DOT_ROWS`] rows, the weight is widened a panel of output channels at a time and multiplied by gemm
 //!   ([`gemm_into`]) with the reduced activations widened back to f32 (widening costs one pass over
 //!   the weight per product, not one per row).
 
@@ -29,9 +30,15 @@ use half::bf16;
 use ndarray::{s, Array2, ArrayView2};
 use std::ops::Range;
 
-/// Products of at most this many activation rows take the dot products: widening a panel costs
-/// about as much as a gemm of ~16 rows over it (measured on 2 cores, `small`'s shapes).
+/// Without AMX tiles, products of at most this many activation rows take the dot products:
+/// widening a panel costs about as much as a gemm of ~16 rows over it (measured on 2 cores,
+/// `small`'s shapes).
 const DOT_ROWS: usize = 16;
+/// Products of at least this many activation rows go through AMX tiles where they fit: measured on
+/// `small`'s shapes (2 cores), tiles are level with the dot products at 4 rows and 1.2–1.6× faster
+/// from 6 rows, where a tile of 16 rows is still mostly padding.
+#[cfg(target_arch = "x86_64")]
+const TILE_ROWS: usize = 5;
 /// f32 values per widened panel of the many-rows product (1 MB): the whole of most of `small`'s
 /// weights, so that a product starts the helper threads once or a few times, not once per panel.
 const PANEL_VALUES: usize = 1 << 18;
@@ -117,7 +124,7 @@ impl ReducedMatrix {
                 // The tiles and the dot-product instructions take the rounded activations as they
                 // are; gemm and the widening dot products take them as f32.
                 #[cfg(target_arch = "x86_64")]
-                if m > DOT_ROWS && tiles_fit(2 * k) {
+                if m >= TILE_ROWS && tiles_fit(2 * k) {
                     let x = amx::PackedRows::new(bytes_of(&x16), m, 2 * k);
                     return self.channel_bands(m, |c, dst| {
                         let w = bytes_of(&w[c.start * k..c.end * k]);
@@ -143,7 +150,7 @@ impl ReducedMatrix {
                 let x = x.as_standard_layout();
                 let x = Int8Rows::quantise(x.as_slice().expect("standard layout"), m, k);
                 #[cfg(target_arch = "x86_64")]
-                if m > DOT_ROWS && tiles_fit(k) {
+                if m >= TILE_ROWS && tiles_fit(k) {
                     let packed = amx::PackedRows::new(bytes_of(&x.q), m, k);
                     return self.channel_bands(m, |c, dst| {
                         let (w, scales) = (bytes_of(&q[c.start * k..c.end * k]), &scales[c]);
@@ -186,7 +193,11 @@ impl ReducedMatrix {
     /// The product of `m` activation rows in bands of output channels: `band(c, dst)` writes the
     /// outputs of the weight rows `c` into `dst`, `[c.len(), m]`; the bands are split over the spin
     /// team.
-    fn channel_bands(&self, m: usize, band: impl Fn(Range<usize>, &mut [f32]) + Sync) -> Array2<f32> {
+    fn channel_bands(
+        &self,
+        m: usize,
+        band: impl Fn(Range<usize>, &mut [f32]) + Sync,
+    ) -> Array2<f32> {
         let (n, k) = (self.rows, self.cols);
         // Written transposed, `[n, m]`: a part's band of output channels is one contiguous run.
         let mut out_t = vec![0f32; n * m];
@@ -200,11 +211,31 @@ impl ReducedMatrix {
             let mut bands: Vec<&mut [f32]> = out_t.chunks_mut(channels * m).collect();
             spin_team::for_each(&mut bands, &|b, dst| band(b, dst, channels));
         }
-        Array2::from_shape_vec((n, m), out_t)
-            .expect("values fill the shape")
-            .reversed_axes()
-            .as_standard_layout()
-            .into_owned()
+        if m == 1 {
+            return Array2::from_shape_vec((1, n), out_t).expect("values fill the shape");
+        }
+        // Transposed back in blocks of 16 channels (16 cache lines read, one written), the output
+        // rows split over the team: ndarray's element-wise transposition was a sixth of a prefill
+        // product, on one core.
+        let mut out = vec![0f32; m * n];
+        let rows_per_part = if m * n < SPLIT_MIN_WORK {
+            m
+        } else {
+            m.div_ceil(spin_team::parts())
+        };
+        let mut parts: Vec<&mut [f32]> = out.chunks_mut(rows_per_part * n).collect();
+        spin_team::for_each(&mut parts, &|p, rows| {
+            for c0 in (0..n).step_by(16) {
+                let channels = c0..(c0 + 16).min(n);
+                for (i, row) in rows.chunks_exact_mut(n).enumerate() {
+                    let r = p * rows_per_part + i;
+                    for c in channels.clone() {
+                        row[c] = out_t[c * m + r];
+                    }
+                }
+            }
+        });
+        Array2::from_shape_vec((m, n), out).expect("values fill the shape")
     }
 
     /// The prefill product of `x` (`m × cols`): f32 panels of the weight through gemm.
@@ -262,7 +293,11 @@ fn rounded_to_bf16(values: &[f32]) -> Vec<bf16> {
                 // into the kept half exactly when rounding to nearest (ties to even) goes up; a
                 // NaN keeps its sign and top payload and is made quiet.
                 let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16;
-                let kept = if v.is_nan() { (bits >> 16) | 0x40 } else { rounded };
+                let kept = if v.is_nan() {
+                    (bits >> 16) | 0x40
+                } else {
+                    rounded
+                };
                 bf16::from_bits(kept as u16)
             })
             .collect()
@@ -354,7 +389,7 @@ impl Int8Rows {
         let mut q = Vec::with_capacity(values.len());
         let mut scales = Vec::with_capacity(rows);
         for row in (0..rows).map(|r| &values[r * cols..(r + 1) * cols]) {
-            let scale = row.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
+            let scale = max_abs(row) / 127.0;
             let inverse = if scale > 0.0 { scale.recip() } else { 0.0 };
             q.extend(
                 row.iter()
@@ -371,6 +406,22 @@ impl Int8Rows {
         widen(&self.q, Some(&self.scales), cols, &mut out);
         out
     }
+}
+
+/// The largest magnitude in `values`, in 16 lanes: a running `f32::max` does not vectorise (the
+/// compiler keeps its order), and one chain of them was most of quantising an activation row.
+#[inline(always)]
+fn max_abs(values: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    let mut lanes = [0f32; LANES];
+    let mut chunks = values.chunks_exact(LANES);
+    for chunk in &mut chunks {
+        for (l, v) in lanes.iter_mut().zip(chunk) {
+            *l = l.max(v.abs());
+        }
+    }
+    let tail = chunks.remainder().iter().fold(0f32, |m, v| m.max(v.abs()));
+    lanes.iter().fold(tail, |m, &l| m.max(l))
 }
 
 /// `dst[c·m + r] = scales[c] · x.scales[r] · (x.q[r] · w[c])` for every weight row `c` of the band
