@@ -391,10 +391,17 @@ impl Int8Rows {
         for row in (0..rows).map(|r| &values[r * cols..(r + 1) * cols]) {
             let scale = max_abs(row) / 127.0;
             let inverse = if scale > 0.0 { scale.recip() } else { 0.0 };
-            q.extend(
-                row.iter()
-                    .map(|v| (v * inverse).round().clamp(-127.0, 127.0) as i8),
-            );
+            q.extend(row.iter().map(|v| {
+                let r = (v * inverse).round();
+                let r = if r.is_nan() {
+                    0.0
+                } else {
+                    r.clamp(-127.0, 127.0)
+                };
+                // SAFETY: `r` is finite and within ±127. (`as i8` checks every value for range
+                // and NaN, and so does not vectorise: it was a tenth of an int8 prefill.)
+                unsafe { r.to_int_unchecked::<i32>() as i8 }
+            }));
             scales.push(scale);
         }
         Self { q, scales }
