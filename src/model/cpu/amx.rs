@@ -223,31 +223,24 @@ unsafe fn tiles<const C: usize, const R: usize>(
         if R == 2 {
             tile_asm!("tileloadd tmm7, [{} + {}*1]", in(reg) b1, in(reg) word_row);
         }
+        // The four products of this step, with the dot's instruction.
+        macro_rules! products {
+            ($op:literal) => {{
+                tile_asm!(concat!($op, " tmm0, tmm4, tmm6"));
+                if R == 2 {
+                    tile_asm!(concat!($op, " tmm1, tmm4, tmm7"));
+                }
+                if C == 2 {
+                    tile_asm!(concat!($op, " tmm2, tmm5, tmm6"));
+                }
+                if C == 2 && R == 2 {
+                    tile_asm!(concat!($op, " tmm3, tmm5, tmm7"));
+                }
+            }};
+        }
         match dot {
-            Dot::Bf16 => {
-                tile_asm!("tdpbf16ps tmm0, tmm4, tmm6");
-                if R == 2 {
-                    tile_asm!("tdpbf16ps tmm1, tmm4, tmm7");
-                }
-                if C == 2 {
-                    tile_asm!("tdpbf16ps tmm2, tmm5, tmm6");
-                }
-                if C == 2 && R == 2 {
-                    tile_asm!("tdpbf16ps tmm3, tmm5, tmm7");
-                }
-            }
-            Dot::Int8 => {
-                tile_asm!("tdpbssd tmm0, tmm4, tmm6");
-                if R == 2 {
-                    tile_asm!("tdpbssd tmm1, tmm4, tmm7");
-                }
-                if C == 2 {
-                    tile_asm!("tdpbssd tmm2, tmm5, tmm6");
-                }
-                if C == 2 && R == 2 {
-                    tile_asm!("tdpbssd tmm3, tmm5, tmm7");
-                }
-            }
+            Dot::Bf16 => products!("tdpbf16ps"),
+            Dot::Int8 => products!("tdpbssd"),
         }
     }
     let out_row = TILE * 4;

@@ -312,7 +312,8 @@ fn tiles_fit(row_bytes: usize) -> bool {
     row_bytes % amx::BLOCK_BYTES == 0 && amx::available()
 }
 
-/// The bytes of stored values (bf16, int8, f32: plain numbers without padding).
+/// The bytes of stored values (bf16, int8, f32: plain numbers without padding), for the tiles.
+#[cfg(target_arch = "x86_64")]
 fn bytes_of<T: Stored>(values: &[T]) -> &[u8] {
     // SAFETY: every `Stored` type is a plain number, any of whose bytes may be read as `u8`.
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
