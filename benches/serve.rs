@@ -5,14 +5,17 @@
 //! rate at 32. Then inter-token latency: 8 requests decoding alone, and again while long prompts
 //! (1,000 tokens) arrive; with chunked prefill (`--prefill-chunk`, default 64) the P95 gap should
 //! stay within 2× of the first. Chunks of 0 (none) and 256 tokens are measured beside it.
-//! Run: `cargo bench --bench serve`; `HAT_BENCH_SHAPES` (default `tiny,small`) picks the presets and
+//! Run: `cargo bench --bench serve`; `HAT_BENCH_SHAPES` (default `tiny,small`) picks the presets,
+//! `HAT_BENCH_DTYPE` (default `f32`; `bf16`, `int8`) the weights' storage, as `serve --dtype`, and
 //! `HAT_BENCH_GAPS=0` skips the inter-token latency part.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use burn::backend::NdArray;
+use clap::ValueEnum;
 use hat::model::generation::sampling::SamplingParams;
+use hat::model::WeightDtype;
 use hat::serve::engine::{self, EngineConfig, EngineHandle, Event, GenRequest};
 use hat::serve::metrics::Metrics;
 use hat::serve::model::BurnModel;
@@ -48,6 +51,12 @@ fn main() {
     let tok = Arc::new(tok);
     let shapes = std::env::var("HAT_BENCH_SHAPES").unwrap_or_else(|_| "tiny,small".into());
     let gaps = std::env::var("HAT_BENCH_GAPS").map_or(true, |v| v != "0");
+    let dtype = std::env::var("HAT_BENCH_DTYPE").map_or(WeightDtype::F32, |d| {
+        WeightDtype::from_str(d.trim(), true).unwrap_or_else(|_| {
+            eprintln!("HAT_BENCH_DTYPE: unknown {d:?}; choose from f32, bf16, int8");
+            std::process::exit(2)
+        })
+    });
     for (preset, max_tokens) in [("tiny", 64), ("small", 16)] {
         if !shapes.split(',').any(|s| s.trim() == preset) {
             continue;
@@ -57,7 +66,7 @@ fn main() {
                 preset,
                 tok.get_vocab_size(true),
                 0,
-                hat::model::WeightDtype::F32,
+                dtype,
                 Default::default(),
             )
             .expect("model");
