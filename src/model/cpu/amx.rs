@@ -106,21 +106,21 @@ impl PackedRows {
     }
 }
 
-/// `dst[c·m + r] = finish(c, r, sum)` for each weight row `c` of `w` (`dst.len() / m` rows of
-/// `x.blocks · 64` bytes, row-major) and each of the `m` activation rows `r` of `x`, where `sum` is
-/// the raw 32-bit sum of the products: an f32 for [`Dot::Bf16`], an i32 for [`Dot::Int8`].
+/// `store(c, r, sum)` for each of the `n` weight rows `c` of `w` (rows of `x.blocks · 64` bytes,
+/// row-major) and each activation row `r` of `x`, activation row by activation row within a tile
+/// (so that an `[m, n]` output is written 16 channels at a time), where `sum` is the raw 32-bit
+/// sum of the products: an f32 for [`Dot::Bf16`], an i32 for [`Dot::Int8`].
 ///
 /// # Safety
-/// [`available`] returned true; `w` holds the rows `dst` asks for.
+/// [`available`] returned true.
 pub unsafe fn product(
     dot: Dot,
     w: &[u8],
+    n: usize,
     x: &PackedRows,
-    dst: &mut [f32],
-    finish: impl Fn(usize, usize, u32) -> f32,
+    mut store: impl FnMut(usize, usize, u32),
 ) {
     let (m, row_bytes) = (x.rows, x.blocks * BLOCK_BYTES);
-    let n = dst.len() / m;
     assert!(w.len() >= n * row_bytes, "weight rows for every output");
     // The last tile of weight rows, when short, is read from a copy padded with zero rows.
     let mut padded = Vec::new();
@@ -152,15 +152,12 @@ pub unsafe fn product(
                 (_, 2) => tiles::<1, 2>(dot, a, row_bytes, b, x.blocks, &mut sums),
                 _ => tiles::<1, 1>(dot, a, row_bytes, b, x.blocks, &mut sums),
             }
+            // A sum tile is 16 channels (its rows) × 16 activation rows (its columns).
             for (s, tile_sums) in sums.iter().enumerate() {
                 let (c0, r0) = (c + (s / 2) * TILE, (t + s % 2) * TILE);
-                for (i, sums) in tile_sums
-                    .chunks_exact(TILE)
-                    .take(n.saturating_sub(c0))
-                    .enumerate()
-                {
-                    for (j, &sum) in sums.iter().take(m.saturating_sub(r0)).enumerate() {
-                        dst[(c0 + i) * m + r0 + j] = finish(c0 + i, r0 + j, sum);
+                for j in 0..TILE.min(m.saturating_sub(r0)) {
+                    for i in 0..TILE.min(n.saturating_sub(c0)) {
+                        store(c0 + i, r0 + j, tile_sums[i * TILE + j]);
                     }
                 }
             }

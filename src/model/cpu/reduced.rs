@@ -126,10 +126,13 @@ impl ReducedMatrix {
                 #[cfg(target_arch = "x86_64")]
                 if m >= TILE_ROWS && tiles_fit(2 * k) {
                     let x = amx::PackedRows::new(bytes_of(&x16), m, 2 * k);
-                    return self.channel_bands(m, |c, dst| {
+                    return self.tiled(m, |c, out| {
                         let w = bytes_of(&w[c.start * k..c.end * k]);
-                        // SAFETY: `tiles_fit` checked the CPU; the band's rows are in `w`.
-                        unsafe { amx::product(Dot::Bf16, w, &x, dst, |_, _, s| f32::from_bits(s)) }
+                        // SAFETY (of `write`): `ch` counts the band's own channels.
+                        let store =
+                            |ch, r, sum| unsafe { out.write(r, c.start + ch, f32::from_bits(sum)) };
+                        // SAFETY: `tiles_fit` checked the CPU.
+                        unsafe { amx::product(Dot::Bf16, w, c.len(), &x, store) }
                     });
                 }
                 #[cfg(target_arch = "x86_64")]
@@ -152,14 +155,17 @@ impl ReducedMatrix {
                 #[cfg(target_arch = "x86_64")]
                 if m >= TILE_ROWS && tiles_fit(k) {
                     let packed = amx::PackedRows::new(bytes_of(&x.q), m, k);
-                    return self.channel_bands(m, |c, dst| {
-                        let (w, scales) = (bytes_of(&q[c.start * k..c.end * k]), &scales[c]);
+                    return self.tiled(m, |c, out| {
+                        let w = bytes_of(&q[c.start * k..c.end * k]);
                         // The same arithmetic as the dot products' last step.
-                        let finish = |ch: usize, r: usize, sum: u32| {
-                            sum as i32 as f32 * (scales[ch] * x.scales[r])
+                        let store = |ch: usize, r: usize, sum: u32| {
+                            let channel = c.start + ch;
+                            let value = sum as i32 as f32 * (scales[channel] * x.scales[r]);
+                            // SAFETY: `ch` counts the band's own channels.
+                            unsafe { out.write(r, channel, value) }
                         };
-                        // SAFETY: `tiles_fit` checked the CPU; the band's rows are in `w`.
-                        unsafe { amx::product(Dot::Int8, w, &packed, dst, finish) }
+                        // SAFETY: `tiles_fit` checked the CPU.
+                        unsafe { amx::product(Dot::Int8, w, c.len(), &packed, store) }
                     });
                 }
                 if m > DOT_ROWS {
@@ -238,6 +244,34 @@ impl ReducedMatrix {
         Array2::from_shape_vec((m, n), out).expect("values fill the shape")
     }
 
+    /// The product of `m` activation rows on AMX tiles, in bands of output channels (whole tiles
+    /// but the last) split over the spin team: `band(c, out)` writes the outputs of the weight
+    /// rows `c` straight into the `[m, rows]` output (the tiles give them row by row, so there is
+    /// nothing to transpose, as [`Self::channel_bands`] must).
+    #[cfg(target_arch = "x86_64")]
+    fn tiled(&self, m: usize, band: impl Fn(Range<usize>, &BandColumns) + Sync) -> Array2<f32> {
+        let (n, k) = (self.rows, self.cols);
+        let mut out = vec![0f32; m * n];
+        let parts = if m * n * k < SPLIT_MIN_WORK {
+            1
+        } else {
+            spin_team::parts()
+        };
+        let channels = n.div_ceil(parts).next_multiple_of(16);
+        let columns = BandColumns {
+            out: out.as_mut_ptr(),
+            m,
+            n,
+        };
+        spin_team::run(&|part| {
+            let c = (part * channels).min(n)..((part + 1) * channels).min(n);
+            if !c.is_empty() {
+                band(c, &columns);
+            }
+        });
+        Array2::from_shape_vec((m, n), out).expect("values fill the shape")
+    }
+
     /// The prefill product of `x` (`m × cols`): f32 panels of the weight through gemm.
     fn many_rows(&self, x: &[f32], m: usize) -> Array2<f32> {
         let (n, k) = (self.rows, self.cols);
@@ -303,6 +337,32 @@ fn rounded_to_bf16(values: &[f32]) -> Vec<bf16> {
             .collect()
     }
     portable(values)
+}
+
+/// An `[m, n]` output that bands of output channels on several threads write at once, each band
+/// only its own columns (which `tiled` hands out disjoint).
+#[cfg(target_arch = "x86_64")]
+struct BandColumns {
+    out: *mut f32,
+    m: usize,
+    n: usize,
+}
+
+// SAFETY: the bands write disjoint columns (`tiled`), so no element is written by two threads,
+// and the output outlives the section that writes it.
+#[cfg(target_arch = "x86_64")]
+unsafe impl Sync for BandColumns {}
+
+#[cfg(target_arch = "x86_64")]
+impl BandColumns {
+    /// `out[r, c] = value`.
+    ///
+    /// # Safety
+    /// `c` is one of the calling band's columns: no other thread writes it.
+    unsafe fn write(&self, r: usize, c: usize, value: f32) {
+        assert!(r < self.m && c < self.n, "inside the output");
+        *self.out.add(r * self.n + c) = value
+    }
 }
 
 /// Whether AMX tiles can compute a product over rows of `row_bytes` bytes: the CPU has them, and the
