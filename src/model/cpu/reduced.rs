@@ -369,7 +369,7 @@ impl BandColumns {
 /// rows are whole tile rows (every projection of the presets; else gemm panels).
 #[cfg(target_arch = "x86_64")]
 fn tiles_fit(row_bytes: usize) -> bool {
-    row_bytes % amx::BLOCK_BYTES == 0 && amx::available()
+    row_bytes.is_multiple_of(amx::BLOCK_BYTES) && amx::available()
 }
 
 /// The bytes of stored values (bf16, int8, f32: plain numbers without padding), for the tiles.
