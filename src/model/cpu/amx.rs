@@ -27,7 +27,7 @@ const TILE: usize = 16;
 const TILE_WORDS: usize = TILE * BLOCK_BYTES / 4;
 
 /// Which product the tiles compute.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub enum Dot {
     /// bf16 pairs into f32 sums.
     Bf16,

@@ -210,10 +210,11 @@ impl ReducedMatrix {
         let band = |b: usize, dst: &mut [f32], channels: usize| {
             band(b * channels..b * channels + dst.len() / m, dst)
         };
-        if m * n * k < SPLIT_MIN_WORK {
+        let parts = parts_for(m * n * k);
+        if parts == 1 {
             band(0, &mut out_t, n);
         } else {
-            let channels = n.div_ceil(spin_team::parts());
+            let channels = n.div_ceil(parts);
             let mut bands: Vec<&mut [f32]> = out_t.chunks_mut(channels * m).collect();
             spin_team::for_each(&mut bands, &|b, dst| band(b, dst, channels));
         }
@@ -224,11 +225,7 @@ impl ReducedMatrix {
         // rows split over the team: ndarray's element-wise transposition was a sixth of a prefill
         // product, on one core.
         let mut out = vec![0f32; m * n];
-        let rows_per_part = if m * n < SPLIT_MIN_WORK {
-            m
-        } else {
-            m.div_ceil(spin_team::parts())
-        };
+        let rows_per_part = m.div_ceil(parts_for(m * n));
         let mut parts: Vec<&mut [f32]> = out.chunks_mut(rows_per_part * n).collect();
         spin_team::for_each(&mut parts, &|p, rows| {
             for c0 in (0..n).step_by(16) {
@@ -252,23 +249,23 @@ impl ReducedMatrix {
     fn tiled(&self, m: usize, band: impl Fn(Range<usize>, &BandColumns) + Sync) -> Array2<f32> {
         let (n, k) = (self.rows, self.cols);
         let mut out = vec![0f32; m * n];
-        let parts = if m * n * k < SPLIT_MIN_WORK {
-            1
-        } else {
-            spin_team::parts()
-        };
-        let channels = n.div_ceil(parts).next_multiple_of(16);
         let columns = BandColumns {
             out: out.as_mut_ptr(),
             m,
             n,
         };
-        spin_team::run(&|part| {
-            let c = (part * channels).min(n)..((part + 1) * channels).min(n);
-            if !c.is_empty() {
-                band(c, &columns);
-            }
-        });
+        let parts = parts_for(m * n * k);
+        if parts == 1 {
+            band(0..n, &columns);
+        } else {
+            let channels = n.div_ceil(parts).next_multiple_of(16);
+            spin_team::run(&|part| {
+                let c = (part * channels).min(n)..((part + 1) * channels).min(n);
+                if !c.is_empty() {
+                    band(c, &columns);
+                }
+            });
+        }
         Array2::from_shape_vec((m, n), out).expect("values fill the shape")
     }
 
@@ -291,6 +288,16 @@ impl ReducedMatrix {
             out.slice_mut(s![.., first..first + cols]).assign(&block);
         }
         out
+    }
+}
+
+/// The parts a product of `work` multiply-adds is split into: one below [`SPLIT_MIN_WORK`], where
+/// waking the spin team costs about what it saves, else one per member of the team.
+fn parts_for(work: usize) -> usize {
+    if work < SPLIT_MIN_WORK {
+        1
+    } else {
+        spin_team::parts()
     }
 }
 
