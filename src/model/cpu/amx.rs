@@ -16,6 +16,8 @@
 //! reads CPUID itself. Linux hands out the tile registers' 8 KB of thread state only on request
 //! (`arch_prctl(ARCH_REQ_XCOMP_PERM)`, once per process); a refusal means no AMX here.
 
+use super::reduced::round_to_bf16;
+use half::bf16;
 use std::arch::asm;
 use std::sync::OnceLock;
 
@@ -101,39 +103,90 @@ impl PackedRows {
         }
     }
 
+    /// The columns of `b: [k, n]` (f32, row-major) as `n` rows of `k` bf16 values each, rounded to
+    /// the nearest and padded with zeros to whole blocks: a right operand given as it is used
+    /// (attention's values, `[keys, head_dim]`), packed without a transposed copy.
+    pub fn bf16_columns(b: &[f32], k: usize, n: usize) -> Self {
+        assert_eq!(b.len(), k * n, "values fill the shape");
+        let blocks = k.div_ceil(BLOCK_BYTES / 2);
+        let mut rounded = vec![bf16::ZERO; b.len()];
+        round_to_bf16(b, &mut rounded);
+        let mut words = vec![0u32; n.div_ceil(TILE) * blocks * TILE_WORDS];
+        // Word `w` of row `j` holds the values of rows 2w and 2w + 1 of column `j`.
+        for (w, pair) in rounded.chunks(2 * n).enumerate() {
+            let (block, i) = (w / TILE, w % TILE);
+            for j in 0..n {
+                let low = pair[j].to_bits() as u32;
+                let high = pair.get(n + j).map_or(0, |v| v.to_bits() as u32);
+                let (tile, jj) = (j / TILE, j % TILE);
+                words[(tile * blocks + block) * TILE_WORDS + i * TILE + jj] = low | high << 16;
+            }
+        }
+        Self {
+            words,
+            rows: n,
+            blocks,
+        }
+    }
+
     fn tile(&self, tile: usize) -> *const u32 {
         self.words[tile * self.blocks * TILE_WORDS..].as_ptr()
     }
 }
 
-/// `store(c, r, sum)` for each of the `n` weight rows `c` of `w` (rows of `x.blocks · 64` bytes,
-/// row-major) and each activation row `r` of `x`, activation row by activation row within a tile
-/// (so that an `[m, n]` output is written 16 channels at a time), where `sum` is the raw 32-bit
-/// sum of the products: an f32 for [`Dot::Bf16`], an i32 for [`Dot::Int8`].
+/// The left operand of [`product`]: `n` rows of `blocks` 64-byte blocks, `stride` bytes apart (the
+/// weight rows as stored; or attention's keys, or its probabilities of a block of queries, whose
+/// rows are longer than the part the product reads).
+pub struct Rows<'a> {
+    pub bytes: &'a [u8],
+    pub n: usize,
+    pub stride: usize,
+    pub blocks: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// `n` contiguous rows of `row_bytes` bytes each (a multiple of [`BLOCK_BYTES`]).
+    pub fn dense(bytes: &'a [u8], n: usize, row_bytes: usize) -> Self {
+        assert_eq!(row_bytes % BLOCK_BYTES, 0, "whole blocks");
+        Self {
+            bytes,
+            n,
+            stride: row_bytes,
+            blocks: row_bytes / BLOCK_BYTES,
+        }
+    }
+}
+
+/// `store(c, r, sum)` for each of the `w.n` rows `c` of `w` and each activation row `r` of `x`,
+/// activation row by activation row within a tile (so that an `[m, n]` output is written 16
+/// channels at a time), where `sum` is the raw 32-bit sum of the products over the first `w.blocks`
+/// blocks of both (at most `x`'s): an f32 for [`Dot::Bf16`], an i32 for [`Dot::Int8`].
 ///
 /// # Safety
 /// [`available`] returned true.
-pub unsafe fn product(
-    dot: Dot,
-    w: &[u8],
-    n: usize,
-    x: &PackedRows,
-    mut store: impl FnMut(usize, usize, u32),
-) {
-    let (m, row_bytes) = (x.rows, x.blocks * BLOCK_BYTES);
-    assert!(w.len() >= n * row_bytes, "weight rows for every output");
+pub unsafe fn product(dot: Dot, w: Rows, x: &PackedRows, mut store: impl FnMut(usize, usize, u32)) {
+    let (m, n, stride, blocks) = (x.rows, w.n, w.stride, w.blocks);
+    assert!(blocks <= x.blocks, "the activations cover the blocks read");
+    let row_bytes = blocks * BLOCK_BYTES;
+    assert!(
+        n == 0 || w.bytes.len() >= (n - 1) * stride + row_bytes,
+        "weight rows for every output"
+    );
     // The last tile of weight rows, when short, is read from a copy padded with zero rows.
     let mut padded = Vec::new();
     let tail = n % TILE;
     if tail > 0 {
-        padded = vec![0u8; TILE * row_bytes];
-        padded[..tail * row_bytes].copy_from_slice(&w[(n - tail) * row_bytes..n * row_bytes]);
+        padded = vec![0u8; TILE * stride];
+        for i in 0..tail {
+            let from = (n - tail + i) * stride;
+            padded[i * stride..][..row_bytes].copy_from_slice(&w.bytes[from..from + row_bytes]);
+        }
     }
     let rows_at = |c: usize| {
         if c + TILE > n {
             padded.as_ptr()
         } else {
-            w[c * row_bytes..].as_ptr()
+            w.bytes[c * stride..].as_ptr()
         }
     };
     let mut sums = [[0u32; TILE * TILE]; 4];
@@ -147,10 +200,10 @@ pub unsafe fn product(
             let channel_tiles = if c + TILE < n { 2 } else { 1 };
             let a = [rows_at(c), rows_at(c + TILE)];
             match (channel_tiles, row_tiles) {
-                (2, 2) => tiles::<2, 2>(dot, a, row_bytes, b, x.blocks, &mut sums),
-                (2, _) => tiles::<2, 1>(dot, a, row_bytes, b, x.blocks, &mut sums),
-                (_, 2) => tiles::<1, 2>(dot, a, row_bytes, b, x.blocks, &mut sums),
-                _ => tiles::<1, 1>(dot, a, row_bytes, b, x.blocks, &mut sums),
+                (2, 2) => tiles::<2, 2>(dot, a, stride, b, blocks, &mut sums),
+                (2, _) => tiles::<2, 1>(dot, a, stride, b, blocks, &mut sums),
+                (_, 2) => tiles::<1, 2>(dot, a, stride, b, blocks, &mut sums),
+                _ => tiles::<1, 1>(dot, a, stride, b, blocks, &mut sums),
             }
             // A sum tile is 16 channels (its rows) × 16 activation rows (its columns).
             for (s, tile_sums) in sums.iter().enumerate() {

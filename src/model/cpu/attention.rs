@@ -18,6 +18,8 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use super::backend::{into_array, softmax_row, tensor};
+#[cfg(target_arch = "x86_64")]
+use super::reduced::tiles_fit;
 use super::spin_team;
 use burn::prelude::*;
 use ndarray::{ArcArray, IxDyn};
@@ -176,23 +178,86 @@ const QUERY_BLOCK: usize = 64;
 /// `q: [B, nh, T, hd]` against `k, v: [B, nkv, tk, hd]` (query head `h` reads kv head
 /// `h / (nh / nkv)`) for many queries → `[B, nh, T, hd]`. `visible(row, query)` gives the key
 /// slots the query sees as two ranges in order (before and after the row's padding; either may be
-/// empty). Scores are scaled by `scale` before the softmax.
+/// empty). Scores are scaled by `scale` before the softmax. With `bf16_products` (a layer whose
+/// projections are bf16 or int8) the two products take their operands rounded to bf16, on AMX tiles
+/// where the CPU has them, as llama.cpp's attention reads an f16 cache; else, and always for f32
+/// layers, they are f32.
 pub fn attend_many<B: Backend>(
     q: Tensor<B, 4>,
     k: Tensor<B, 4>,
     v: Tensor<B, 4>,
     scale: f32,
     visible: &(dyn Fn(usize, usize) -> [Range<usize>; 2] + Sync),
+    bf16_products: bool,
 ) -> Tensor<B, 4> {
+    #[cfg(target_arch = "x86_64")]
+    if bf16_products && tiles_fit(2 * q.dims()[3]) {
+        return for_each_pair(q, k, v, &|pair, out| tiled::pair(pair, out, scale, visible));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bf16_products; // no tiles here: f32 products
     for_each_pair(q, k, v, &|pair, out| {
         let (t, hd, tk) = (pair.t, pair.hd, pair.keys());
         let mut scores = vec![0.0f32; QUERY_BLOCK.min(t) * tk];
-        for head in 0..pair.queries.len() / (t * hd) {
-            for from in (0..t).step_by(QUERY_BLOCK) {
+        for block in Block::all(pair, visible) {
+            let s = &mut scores[..block.len * block.seen];
+            // SAFETY: `s` is `len × seen`, the queries `len × hd`, and the first `seen` keys
+            // `seen × hd` (read transposed through their strides); nothing else touches `s`.
+            unsafe {
+                product(
+                    [block.len, block.seen, hd],
+                    (s.as_mut_ptr(), block.seen),
+                    (block.queries.as_ptr(), hd, 1),
+                    (pair.keys.as_ptr(), 1, hd),
+                    scale,
+                    false,
+                )
+            };
+            block.softmax(s);
+            let o = &mut out[block.at..][..block.len * hd];
+            // SAFETY: `o` is `len × hd` (this pair's own outputs), `s` `len × seen`, and the
+            // first `seen` values `seen × hd`.
+            unsafe {
+                product(
+                    [block.len, hd, block.seen],
+                    (o.as_mut_ptr(), hd),
+                    (s.as_ptr(), block.seen, 1),
+                    (pair.values.as_ptr(), hd, 1),
+                    1.0,
+                    false,
+                )
+            };
+        }
+    })
+}
+
+/// Up to [`QUERY_BLOCK`] queries of one query head of a pair, with the key slots each sees.
+struct Block<'a> {
+    /// Where the block's queries (and outputs) start in the pair's, in floats.
+    at: usize,
+    len: usize,
+    queries: &'a [f32],
+    /// Each query's visible key ranges.
+    ranges: Vec<[Range<usize>; 2]>,
+    /// Keys up to the last one any query of the block sees: those past it are never read.
+    seen: usize,
+}
+
+impl<'a> Block<'a> {
+    /// The pair's blocks, query head by query head, that see at least one key (a block that sees
+    /// none keeps its outputs zero).
+    fn all(
+        pair: &'a Pair<'a>,
+        visible: &'a (dyn Fn(usize, usize) -> [Range<usize>; 2] + Sync),
+    ) -> impl Iterator<Item = Block<'a>> + 'a {
+        let (t, hd, tk) = (pair.t, pair.hd, pair.keys());
+        let heads = pair.queries.len() / (t * hd);
+        (0..heads)
+            .flat_map(move |head| (0..t).step_by(QUERY_BLOCK).map(move |from| (head, from)))
+            .filter_map(move |(head, from)| {
                 let len = (t - from).min(QUERY_BLOCK);
                 let ranges: Vec<[Range<usize>; 2]> =
                     (from..from + len).map(|i| visible(pair.row, i)).collect();
-                // Keys past the last one any query of the block sees are never read.
                 let seen = ranges
                     .iter()
                     .flatten()
@@ -201,50 +266,91 @@ pub fn attend_many<B: Backend>(
                     .max()
                     .unwrap_or(0)
                     .min(tk);
-                if seen == 0 {
-                    continue; // no key visible: the outputs stay zero
-                }
                 let at = (head * t + from) * hd;
-                let queries = &pair.queries[at..][..len * hd];
-                let s = &mut scores[..len * seen];
-                // SAFETY: `s` is `len × seen`, `queries` `len × hd`, and the first `seen` keys
-                // `seen × hd` (read transposed through their strides); nothing else touches `s`.
-                unsafe {
-                    product(
-                        [len, seen, hd],
-                        (s.as_mut_ptr(), seen),
-                        (queries.as_ptr(), hd, 1),
-                        (pair.keys.as_ptr(), 1, hd),
-                        scale,
-                        false,
-                    )
-                };
-                for (srow, r) in s.chunks_exact_mut(seen).zip(&ranges) {
-                    let mut next = 0;
-                    for r in r.iter().filter(|r| !r.is_empty()) {
-                        srow[next.min(seen)..r.start.min(seen)].fill(f32::NEG_INFINITY);
-                        next = next.max(r.end);
-                    }
-                    srow[next.min(seen)..].fill(f32::NEG_INFINITY);
-                    // A query that sees no key gets all-zero weights, so its output stays zero.
-                    softmax_row(srow);
-                }
-                let o = &mut out[at..][..len * hd];
-                // SAFETY: `o` is `len × hd` (this pair's own outputs), `s` `len × seen`, and the
-                // first `seen` values `seen × hd`.
-                unsafe {
-                    product(
-                        [len, hd, seen],
-                        (o.as_mut_ptr(), hd),
-                        (s.as_ptr(), seen, 1),
-                        (pair.values.as_ptr(), hd, 1),
-                        1.0,
-                        false,
-                    )
-                };
+                (seen > 0).then(|| Block {
+                    at,
+                    len,
+                    queries: &pair.queries[at..][..len * hd],
+                    ranges,
+                    seen,
+                })
+            })
+    }
+
+    /// The scores `s: [len, seen]` masked to each query's visible keys and turned into weights.
+    fn softmax(&self, s: &mut [f32]) {
+        for (srow, r) in s.chunks_exact_mut(self.seen).zip(&self.ranges) {
+            let mut next = 0;
+            for r in r.iter().filter(|r| !r.is_empty()) {
+                srow[next.min(self.seen)..r.start.min(self.seen)].fill(f32::NEG_INFINITY);
+                next = next.max(r.end);
             }
+            srow[next.min(self.seen)..].fill(f32::NEG_INFINITY);
+            // A query that sees no key gets all-zero weights, so its output stays zero.
+            softmax_row(srow);
         }
-    })
+    }
+}
+
+/// [`attend_many`]'s products on AMX tiles: the pair's keys and values rounded to bf16 once, then
+/// per block the scores as (keys × queries) tiles and the outputs as (weights × values) tiles.
+#[cfg(target_arch = "x86_64")]
+mod tiled {
+    use super::super::amx::{self, Dot, PackedRows, Rows};
+    use super::super::reduced::{bytes_of, round_to_bf16};
+    use super::{Block, Pair, QUERY_BLOCK};
+    use half::bf16;
+    use std::ops::Range;
+
+    /// Keys per 64-byte block of bf16 weights.
+    const BLOCK_KEYS: usize = amx::BLOCK_BYTES / 2;
+
+    pub(super) fn pair(
+        pair: &Pair,
+        out: &mut [f32],
+        scale: f32,
+        visible: &(dyn Fn(usize, usize) -> [Range<usize>; 2] + Sync),
+    ) {
+        let (t, hd, tk) = (pair.t, pair.hd, pair.keys());
+        let mut keys = vec![bf16::ZERO; tk * hd];
+        round_to_bf16(pair.keys, &mut keys);
+        let values = PackedRows::bf16_columns(pair.values, tk, hd);
+        // The weights of a block's queries, rows as long as the values' (whole blocks of keys).
+        let padded = tk.div_ceil(BLOCK_KEYS) * BLOCK_KEYS;
+        let rows = QUERY_BLOCK.min(t);
+        let (mut scores, mut weights) = (vec![0f32; rows * tk], vec![bf16::ZERO; rows * padded]);
+        let mut queries = vec![bf16::ZERO; rows * hd];
+        for block in Block::all(pair, visible) {
+            let (len, seen) = (block.len, block.seen);
+            let q = &mut queries[..len * hd];
+            round_to_bf16(block.queries, q);
+            let q = PackedRows::new(bytes_of(q), len, 2 * hd);
+            let keys = Rows::dense(bytes_of(&keys[..seen * hd]), seen, 2 * hd);
+            let s = &mut scores[..len * seen];
+            let store = |key: usize, query: usize, sum: u32| {
+                s[query * seen + key] = f32::from_bits(sum) * scale
+            };
+            // SAFETY: `tiles_fit` checked the CPU (in `attend_many`).
+            unsafe { amx::product(Dot::Bf16, keys, &q, store) };
+            block.softmax(s);
+            // The weights past `seen` (to the end of its block of keys) are zero.
+            let blocks = seen.div_ceil(BLOCK_KEYS);
+            for (srow, wrow) in s.chunks_exact(seen).zip(weights.chunks_exact_mut(padded)) {
+                round_to_bf16(srow, &mut wrow[..seen]);
+                wrow[seen..blocks * BLOCK_KEYS].fill(bf16::ZERO);
+            }
+            let w = Rows {
+                bytes: bytes_of(&weights),
+                n: len,
+                stride: 2 * padded,
+                blocks,
+            };
+            let o = &mut out[block.at..][..len * hd];
+            let store = |query: usize, d: usize, sum: u32| o[query * hd + d] = f32::from_bits(sum);
+            // SAFETY: as above.
+            unsafe { amx::product(Dot::Bf16, w, &values, store) };
+        }
+    }
 }
 
 /// `dst = scale · a · b` (or `dst += scale · a · b` when `add`) on the calling thread, for
@@ -282,4 +388,62 @@ unsafe fn product(
         false,
         gemm::Parallelism::None,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::TensorData;
+    use burn_ndarray::NdArray;
+
+    /// Values on a grid of 1/8 within ±2: exact in bf16, so the bf16 products differ from the f32
+    /// ones only by the weights' rounding (half a bf16 ulp: at most 2^-8 of each weight).
+    fn grid(shape: [usize; 4], seed: u64) -> Tensor<NdArray<f32>, 4> {
+        let mut rng = crate::rng::Rng::new(seed);
+        let n = shape.iter().product();
+        let values: Vec<f32> = (0..n)
+            .map(|_| (rng.below(33) as f32 - 16.0) / 8.0)
+            .collect();
+        Tensor::from_data(TensorData::new(values, shape), &Default::default())
+    }
+
+    /// The bf16 (tiled) prefill attention against the f32 one, on queries spanning several blocks
+    /// of several heads, against keys that are not whole tiles, under a causal mask with a cached
+    /// prefix and a row with a padding gap: each output within 2^-8 · max|v| of f32's.
+    #[test]
+    fn bf16_products_give_f32_attention_within_the_weights_rounding() {
+        let (rows, nh, nkv, hd, cached, t) = (2, 4, 2, 64, 37, 150);
+        let tk = cached + t;
+        let (q, k, v) = (
+            grid([rows, nh, t, hd], 1),
+            grid([rows, nkv, tk, hd], 2),
+            grid([rows, nkv, tk, hd], 3),
+        );
+        // Row 1 has padding in slots 10..30 of its cached part.
+        let visible = |row: usize, i: usize| {
+            let end = cached + i + 1;
+            if row == 1 {
+                [0..10, 30..end]
+            } else {
+                [0..end, end..end]
+            }
+        };
+        let scale = (hd as f32).powf(-0.5);
+        let f32s = attend_many(q.clone(), k.clone(), v.clone(), scale, &visible, false);
+        let bf16s = attend_many(q, k, v, scale, &visible, true);
+        let (a, b) = (
+            f32s.to_data().to_vec::<f32>().unwrap(),
+            bf16s.to_data().to_vec::<f32>().unwrap(),
+        );
+        let worst = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst <= 2.0 / 256.0 + 1e-4, "worst difference {worst}");
+        #[cfg(target_arch = "x86_64")]
+        if tiles_fit(2 * hd) {
+            assert!(worst > 0.0, "the tiles ran: the weights were rounded");
+        }
+    }
 }

@@ -132,7 +132,9 @@ impl ReducedMatrix {
                         let store =
                             |ch, r, sum| unsafe { out.write(r, c.start + ch, f32::from_bits(sum)) };
                         // SAFETY: `tiles_fit` checked the CPU.
-                        unsafe { amx::product(Dot::Bf16, w, c.len(), &x, store) }
+                        unsafe {
+                            amx::product(Dot::Bf16, amx::Rows::dense(w, c.len(), 2 * k), &x, store)
+                        }
                     });
                 }
                 #[cfg(target_arch = "x86_64")]
@@ -165,7 +167,9 @@ impl ReducedMatrix {
                             unsafe { out.write(r, channel, value) }
                         };
                         // SAFETY: `tiles_fit` checked the CPU.
-                        unsafe { amx::product(Dot::Int8, w, c.len(), &packed, store) }
+                        unsafe {
+                            amx::product(Dot::Int8, amx::Rows::dense(w, c.len(), k), &packed, store)
+                        }
                     });
                 }
                 if m > DOT_ROWS {
@@ -301,49 +305,54 @@ fn parts_for(work: usize) -> usize {
     }
 }
 
-/// `values` rounded to the nearest bf16, ties to even, as `bf16::from_f32` rounds them, in code that
-/// vectorises (`from_f32` branches per value: its calls were 7 % of a bf16 prefill) and compiled
-/// for AVX-512 and AVX2 too (picked at run time).
+/// `values` rounded to the nearest bf16, ties to even (see [`round_to_bf16`]).
 fn rounded_to_bf16(values: &[f32]) -> Vec<bf16> {
+    let mut out = vec![bf16::ZERO; values.len()];
+    round_to_bf16(values, &mut out);
+    out
+}
+
+/// `out[i]` = `values[i]` rounded to the nearest bf16, ties to even, as `bf16::from_f32` rounds
+/// them, in code that vectorises (`from_f32` branches per value: its calls were 7 % of a bf16
+/// prefill) and compiled for AVX-512 and AVX2 too (picked at run time).
+pub(super) fn round_to_bf16(values: &[f32], out: &mut [bf16]) {
+    assert_eq!(values.len(), out.len(), "one output per value");
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx512bw")]
-        fn avx512(values: &[f32]) -> Vec<bf16> {
-            portable(values)
+        fn avx512(values: &[f32], out: &mut [bf16]) {
+            portable(values, out)
         }
         #[target_feature(enable = "avx2")]
-        fn avx2(values: &[f32]) -> Vec<bf16> {
-            portable(values)
+        fn avx2(values: &[f32], out: &mut [bf16]) {
+            portable(values, out)
         }
         if std::arch::is_x86_feature_detected!("avx512bw") {
             // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { avx512(values) };
+            return unsafe { avx512(values, out) };
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: as above.
-            return unsafe { avx2(values) };
+            return unsafe { avx2(values, out) };
         }
     }
     #[inline(always)]
-    fn portable(values: &[f32]) -> Vec<bf16> {
-        values
-            .iter()
-            .map(|v| {
-                let bits = v.to_bits();
-                // Adding just under half an ulp of bf16, plus the kept part's lowest bit, carries
-                // into the kept half exactly when rounding to nearest (ties to even) goes up; a
-                // NaN keeps its sign and top payload and is made quiet.
-                let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16;
-                let kept = if v.is_nan() {
-                    (bits >> 16) | 0x40
-                } else {
-                    rounded
-                };
-                bf16::from_bits(kept as u16)
-            })
-            .collect()
+    fn portable(values: &[f32], out: &mut [bf16]) {
+        for (o, v) in out.iter_mut().zip(values) {
+            let bits = v.to_bits();
+            // Adding just under half an ulp of bf16, plus the kept part's lowest bit, carries
+            // into the kept half exactly when rounding to nearest (ties to even) goes up; a
+            // NaN keeps its sign and top payload and is made quiet.
+            let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16;
+            let kept = if v.is_nan() {
+                (bits >> 16) | 0x40
+            } else {
+                rounded
+            };
+            *o = bf16::from_bits(kept as u16);
+        }
     }
-    portable(values)
+    portable(values, out)
 }
 
 /// An `[m, n]` output that bands of output channels on several threads write at once, each band
@@ -375,19 +384,19 @@ impl BandColumns {
 /// Whether AMX tiles can compute a product over rows of `row_bytes` bytes: the CPU has them, and the
 /// rows are whole tile rows (every projection of the presets; else gemm panels).
 #[cfg(target_arch = "x86_64")]
-fn tiles_fit(row_bytes: usize) -> bool {
+pub(super) fn tiles_fit(row_bytes: usize) -> bool {
     row_bytes.is_multiple_of(amx::BLOCK_BYTES) && amx::available()
 }
 
 /// The bytes of stored values (bf16, int8, f32: plain numbers without padding), for the tiles.
 #[cfg(target_arch = "x86_64")]
-fn bytes_of<T: Stored>(values: &[T]) -> &[u8] {
+pub(super) fn bytes_of<T: Stored>(values: &[T]) -> &[u8] {
     // SAFETY: every `Stored` type is a plain number, any of whose bytes may be read as `u8`.
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
 }
 
 /// A stored weight value.
-trait Stored: Copy + Sync {
+pub(super) trait Stored: Copy + Sync {
     fn widen(self) -> f32;
 }
 

@@ -206,7 +206,9 @@ impl<B: Backend> Attention<B> {
             if t <= cpu::attention::FEW_QUERIES {
                 return cpu::attention::attend(q, k, v, scale, &ranges);
             }
-            return cpu::attention::attend_many(q, k, v, scale, &ranges);
+            // A layer loaded with reduced weights computes its prefill attention in bf16 too.
+            let bf16_products = self.q_proj.weight.is_reduced();
+            return cpu::attention::attend_many(q, k, v, scale, &ranges, bf16_products);
         }
         if is_cpu_autodiff::<B>() {
             let causal = train_ops::attention::Causal {

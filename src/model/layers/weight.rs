@@ -82,6 +82,11 @@ impl<B: Backend> Weight<B> {
         }
     }
 
+    /// Whether this is a bf16 or int8 copy (an inference model loaded with a reduced `--dtype`).
+    pub fn is_reduced(&self) -> bool {
+        matches!(self, Weight::Reduced(_))
+    }
+
     /// `x: [..., in]` → `[..., out]`.
     pub fn matmul<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
         match self {
