@@ -8,7 +8,8 @@
 //!   contiguous one. [`matmul_weight`] multiplies activations by a weight on borrowed views.
 //!
 //! And its concatenation goes element by element; [`cat`] copies contiguous runs. Its sigmoid is
-//! `exp(-log(1 + exp(-x)))`, five passes that each allocate; [`sigmoid`] and [`silu`] make one.
+//! `exp(-log(1 + exp(-x)))`, five passes that each allocate; [`sigmoid`] and [`silu`] make one, with
+//! the polynomial [`exp`] rather than a libm call per value.
 //!
 //! All apply only to `NdArray<f32>` without autodiff (inference); every other backend (autodiff
 //! for training, CUDA) takes burn's own path. The tests check the two paths agree.
@@ -121,7 +122,7 @@ pub fn sigmoid<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     if !is_cpu::<B>() {
         return activation::sigmoid(x);
     }
-    map_in_place(x, |v| 1.0 / (1.0 + (-v).exp()))
+    map_in_place(x, |v| 1.0 / (1.0 + exp(-v)))
 }
 
 /// `x · sigmoid(x)`, elementwise (SwiGLU's and the gated norm's activation).
@@ -129,7 +130,7 @@ pub fn silu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     if !is_cpu::<B>() {
         return activation::silu(x);
     }
-    map_in_place(x, |v| v / (1.0 + (-v).exp()))
+    map_in_place(x, |v| v / (1.0 + exp(-v)))
 }
 
 /// `f` applied to every value of a CPU tensor in one pass, in place when the storage is not shared.
@@ -209,7 +210,7 @@ pub(in crate::model) fn rms_norm<B: Backend, const D: usize>(
         }
         if let Some(z) = &gate {
             for (v, &z) in row.iter_mut().zip(&z[r * n..(r + 1) * n]) {
-                *v *= z / (1.0 + (-z).exp());
+                *v *= z / (1.0 + exp(-z));
             }
         }
     });
