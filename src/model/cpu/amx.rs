@@ -86,21 +86,13 @@ impl PackedRows {
     pub fn new(x: &[u8], rows: usize, row_bytes: usize) -> Self {
         assert_eq!(row_bytes % BLOCK_BYTES, 0, "whole blocks");
         assert_eq!(x.len(), rows * row_bytes, "values fill the shape");
-        let blocks = row_bytes / BLOCK_BYTES;
-        let mut words = vec![0u32; rows.div_ceil(TILE) * blocks * TILE_WORDS];
+        let mut packed = Self::zeros(rows, row_bytes / BLOCK_BYTES);
         for (r, row) in x.chunks_exact(row_bytes).enumerate() {
-            let (tile, j) = (r / TILE, r % TILE);
             for (w, word) in row.chunks_exact(4).enumerate() {
-                let (block, i) = (w / TILE, w % TILE);
-                let at = (tile * blocks + block) * TILE_WORDS + i * TILE + j;
-                words[at] = u32::from_ne_bytes(word.try_into().expect("4 bytes"));
+                *packed.word(r, w) = u32::from_ne_bytes(word.try_into().expect("4 bytes"));
             }
         }
-        Self {
-            words,
-            rows,
-            blocks,
-        }
+        packed
     }
 
     /// The columns of `b: [k, n]` (f32, row-major) as `n` rows of `k` bf16 values each, rounded to
@@ -108,25 +100,34 @@ impl PackedRows {
     /// (attention's values, `[keys, head_dim]`), packed without a transposed copy.
     pub fn bf16_columns(b: &[f32], k: usize, n: usize) -> Self {
         assert_eq!(b.len(), k * n, "values fill the shape");
-        let blocks = k.div_ceil(BLOCK_BYTES / 2);
         let mut rounded = vec![bf16::ZERO; b.len()];
         round_to_bf16(b, &mut rounded);
-        let mut words = vec![0u32; n.div_ceil(TILE) * blocks * TILE_WORDS];
+        let mut packed = Self::zeros(n, k.div_ceil(BLOCK_BYTES / 2));
         // Word `w` of row `j` holds the values of rows 2w and 2w + 1 of column `j`.
         for (w, pair) in rounded.chunks(2 * n).enumerate() {
-            let (block, i) = (w / TILE, w % TILE);
             for j in 0..n {
                 let low = pair[j].to_bits() as u32;
                 let high = pair.get(n + j).map_or(0, |v| v.to_bits() as u32);
-                let (tile, jj) = (j / TILE, j % TILE);
-                words[(tile * blocks + block) * TILE_WORDS + i * TILE + jj] = low | high << 16;
+                *packed.word(j, w) = low | high << 16;
             }
         }
+        packed
+    }
+
+    /// `rows` rows of `blocks` blocks of zeros.
+    fn zeros(rows: usize, blocks: usize) -> Self {
         Self {
-            words,
-            rows: n,
+            words: vec![0u32; rows.div_ceil(TILE) * blocks * TILE_WORDS],
+            rows,
             blocks,
         }
+    }
+
+    /// The 4-byte word `w` of row `r`: in row `r`'s tile and `w`'s block, tile row `w % 16`,
+    /// column `r % 16`.
+    fn word(&mut self, r: usize, w: usize) -> &mut u32 {
+        let (tile, block) = (r / TILE, w / TILE);
+        &mut self.words[(tile * self.blocks + block) * TILE_WORDS + (w % TILE) * TILE + r % TILE]
     }
 
     fn tile(&self, tile: usize) -> *const u32 {

@@ -24,6 +24,10 @@ use super::spin_team;
 use burn::prelude::*;
 use ndarray::{ArcArray, IxDyn};
 
+/// The key slots a query sees, `visible(row, query)`: two ranges in order (before and after the
+/// row's padding; either may be empty).
+pub type Visible<'a> = dyn Fn(usize, usize) -> [Range<usize>; 2] + Sync + 'a;
+
 /// Queries per row up to which [`attend`] is used instead of matrix products.
 pub const FEW_QUERIES: usize = 8;
 
@@ -115,7 +119,7 @@ pub fn attend<B: Backend>(
     k: Tensor<B, 4>,
     v: Tensor<B, 4>,
     scale: f32,
-    visible: &(dyn Fn(usize, usize) -> [Range<usize>; 2] + Sync),
+    visible: &Visible,
 ) -> Tensor<B, 4> {
     for_each_pair(q, k, v, &|pair, out| {
         let (t, hd) = (pair.t, pair.hd);
@@ -187,7 +191,7 @@ pub fn attend_many<B: Backend>(
     k: Tensor<B, 4>,
     v: Tensor<B, 4>,
     scale: f32,
-    visible: &(dyn Fn(usize, usize) -> [Range<usize>; 2] + Sync),
+    visible: &Visible,
     bf16_products: bool,
 ) -> Tensor<B, 4> {
     #[cfg(target_arch = "x86_64")]
@@ -246,10 +250,7 @@ struct Block<'a> {
 impl<'a> Block<'a> {
     /// The pair's blocks, query head by query head, that see at least one key (a block that sees
     /// none keeps its outputs zero).
-    fn all(
-        pair: &'a Pair<'a>,
-        visible: &'a (dyn Fn(usize, usize) -> [Range<usize>; 2] + Sync),
-    ) -> impl Iterator<Item = Block<'a>> + 'a {
+    fn all(pair: &'a Pair<'a>, visible: &'a Visible<'a>) -> impl Iterator<Item = Block<'a>> + 'a {
         let (t, hd, tk) = (pair.t, pair.hd, pair.keys());
         let heads = pair.queries.len() / (t * hd);
         (0..heads)
@@ -298,19 +299,13 @@ impl<'a> Block<'a> {
 mod tiled {
     use super::super::amx::{self, Dot, PackedRows, Rows};
     use super::super::reduced::{bytes_of, round_to_bf16};
-    use super::{Block, Pair, QUERY_BLOCK};
+    use super::{Block, Pair, Visible, QUERY_BLOCK};
     use half::bf16;
-    use std::ops::Range;
 
     /// Keys per 64-byte block of bf16 weights.
     const BLOCK_KEYS: usize = amx::BLOCK_BYTES / 2;
 
-    pub(super) fn pair(
-        pair: &Pair,
-        out: &mut [f32],
-        scale: f32,
-        visible: &(dyn Fn(usize, usize) -> [Range<usize>; 2] + Sync),
-    ) {
+    pub(super) fn pair(pair: &Pair, out: &mut [f32], scale: f32, visible: &Visible) {
         let (t, hd, tk) = (pair.t, pair.hd, pair.keys());
         let mut keys = vec![bf16::ZERO; tk * hd];
         round_to_bf16(pair.keys, &mut keys);
@@ -325,13 +320,13 @@ mod tiled {
             let q = &mut queries[..len * hd];
             round_to_bf16(block.queries, q);
             let q = PackedRows::new(bytes_of(q), len, 2 * hd);
-            let keys = Rows::dense(bytes_of(&keys[..seen * hd]), seen, 2 * hd);
+            let key_rows = Rows::dense(bytes_of(&keys[..seen * hd]), seen, 2 * hd);
             let s = &mut scores[..len * seen];
             let store = |key: usize, query: usize, sum: u32| {
                 s[query * seen + key] = f32::from_bits(sum) * scale
             };
             // SAFETY: `tiles_fit` checked the CPU (in `attend_many`).
-            unsafe { amx::product(Dot::Bf16, keys, &q, store) };
+            unsafe { amx::product(Dot::Bf16, key_rows, &q, store) };
             block.softmax(s);
             // The weights past `seen` (to the end of its block of keys) are zero.
             let blocks = seen.div_ceil(BLOCK_KEYS);
