@@ -201,20 +201,30 @@ pub(in crate::model) fn rms_norm<B: Backend, const D: usize>(
     if n == 0 {
         return tensor(values, shape);
     }
-    let eps = eps as f32;
     for_each_row(&mut values, n, &|r, row| {
-        let mean_square = row.iter().map(|v| v * v).sum::<f32>() / n as f32;
-        let inv = (mean_square + eps).sqrt().recip();
-        for (v, s) in row.iter_mut().zip(&scale) {
-            *v = *v * inv * s;
-        }
-        if let Some(z) = &gate {
-            for (v, &z) in row.iter_mut().zip(&z[r * n..(r + 1) * n]) {
-                *v *= z / (1.0 + exp(-z));
-            }
-        }
+        let gate = gate.as_ref().map(|z| &z[r * n..(r + 1) * n]);
+        rms_norm_row(row, &scale, eps as f32, gate)
     });
     tensor(values, shape)
+}
+
+/// One row of [`rms_norm`], in place: `row · rsqrt(mean(row²) + eps) · scale`, times `silu(gate)`.
+pub(in crate::model) fn rms_norm_row(
+    row: &mut [f32],
+    scale: &[f32],
+    eps: f32,
+    gate: Option<&[f32]>,
+) {
+    let mean_square = row.iter().map(|v| v * v).sum::<f32>() / row.len() as f32;
+    let inv = (mean_square + eps).sqrt().recip();
+    for (v, s) in row.iter_mut().zip(scale) {
+        *v = *v * inv * s;
+    }
+    if let Some(z) = gate {
+        for (v, &z) in row.iter_mut().zip(z) {
+            *v *= z / (1.0 + exp(-z));
+        }
+    }
 }
 
 /// Softmax along the last axis. On the CPU backend one pass per row, in place when the storage is

@@ -14,5 +14,6 @@ mod amx;
 pub mod attention;
 pub mod backend;
 pub mod delta_rule;
+pub mod deltanet_step;
 pub mod reduced;
 pub mod spin_team;

@@ -152,6 +152,13 @@ pub struct DeltaNetState<B: Backend> {
     pub recurrent: Option<Tensor<B, 4>>,
 }
 
+impl<B: Backend> DeltaNetState<B> {
+    /// Whether a token has been through the layer: the conv history and the recurrent state exist.
+    pub fn is_started(&self) -> bool {
+        self.conv.is_some() && self.recurrent.is_some()
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct LayerCache<B: Backend> {
     pub kv: KvCache<B>,

@@ -6,7 +6,10 @@
 
 use super::linear::Linear;
 use super::norm::GatedRmsNorm;
-use crate::model::cpu::backend::{cat, compact, is_cpu, sigmoid, silu};
+use crate::model::cpu::backend::{
+    cat, compact, into_array, is_cpu, sigmoid, silu, standard_values, tensor,
+};
+use crate::model::cpu::deltanet_step;
 use crate::model::generation::cache::DeltaNetState;
 use crate::model::host::floats;
 use crate::model::io::weights::{
@@ -174,6 +177,12 @@ impl<B: Backend> GatedDeltaNet<B> {
         lens: Option<&[usize]>,
     ) -> Tensor<B, 3> {
         let [b, t, _] = x.dims();
+        let state = match state {
+            Some(s) if is_cpu::<B>() && t == 1 && lens.is_none() && s.is_started() => {
+                return self.cpu_decode_step(x, s);
+            }
+            s => s,
+        };
         let device = x.device();
         let (hk, hv, dk, dv) = (
             self.num_k_heads,
@@ -267,6 +276,55 @@ impl<B: Backend> GatedDeltaNet<B> {
         }
         let o = self.norm.forward(o.swap_dims(1, 2), z); // [B, T, Hv, dv]
         self.out_proj.forward(o.reshape([b, t, hv * dv]))
+    }
+
+    /// [`Self::forward`] of one token per row against a started state, on the CPU kernel
+    /// ([`deltanet_step`]): the projections as usual, everything between them on slices.
+    fn cpu_decode_step(&self, x: Tensor<B, 3>, state: &mut DeltaNetState<B>) -> Tensor<B, 3> {
+        let [b, _, _] = x.dims();
+        let [qkv, z, beta, a] = [
+            &self.in_proj_qkv,
+            &self.in_proj_z,
+            &self.in_proj_b,
+            &self.in_proj_a,
+        ]
+        .map(|p| standard_values(p.forward(x.clone())));
+        let (Some(conv), Some(recurrent)) = (state.conv.take(), state.recurrent.take()) else {
+            unreachable!("the caller checked that the state is started")
+        };
+        let (conv_shape, recurrent_shape) = (conv.dims(), recurrent.dims());
+        let (mut conv, mut recurrent) = (standard_values(conv), standard_values(recurrent));
+        let params = [
+            into_array(self.conv1d.val()),
+            into_array(self.dt_bias.val()),
+            into_array(self.a_log.val()),
+            into_array(self.norm.weight.val()),
+        ];
+        let [conv_w, dt_bias, a_log, norm] = params
+            .each_ref()
+            .map(|p| p.as_slice().expect("parameters are in standard layout"));
+        let layer = deltanet_step::Layer {
+            conv: conv_w,
+            dt_bias,
+            a_log,
+            norm,
+            eps: self.norm.eps as f32,
+            num_k_heads: self.num_k_heads,
+            num_v_heads: self.num_v_heads,
+            head_k_dim: self.head_k_dim,
+            head_v_dim: self.head_v_dim,
+        };
+        let projections = deltanet_step::Projections {
+            qkv: &qkv,
+            z: &z,
+            b: &beta,
+            a: &a,
+        };
+        let o = layer.step(&projections, &mut conv, &mut recurrent);
+        state.conv = Some(tensor(conv, conv_shape));
+        state.recurrent = Some(tensor(recurrent, recurrent_shape));
+        let value_dim = self.num_v_heads * self.head_v_dim;
+        self.out_proj.forward(tensor(o, [b, 1, value_dim]))
     }
 }
 
