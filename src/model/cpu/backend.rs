@@ -373,7 +373,7 @@ fn from_array<B: Backend, const D: usize>(array: ArcArray<f32, IxDyn>) -> Tensor
 
 /// A product of at most this many rows reads its weight more than it computes (a decode step, an
 /// MoE expert's share of one): gemm runs it on one thread, at the bandwidth of one core.
-const FEW_ROWS: usize = 8;
+pub(in crate::model) const FEW_ROWS: usize = 8;
 /// Products of at least this many multiply-adds are split over the spinning helpers of
 /// [`spin_team`]; below it the product takes a few microseconds, about what starting them costs.
 pub(super) const SPLIT_MIN_WORK: usize = 1 << 15;
@@ -390,6 +390,22 @@ fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, Ix
         gemm_into(x2, w2, &mut out);
         out
     })
+}
+
+/// `x` (`m` rows of `in` values) times a CPU weight `w: [in, out]` → `m` rows of `out` values: the
+/// product of [`matmul_weight`] without the tensors around it, for the few rows of a decode step.
+/// Only for the CPU backend ([`is_cpu`]).
+pub(in crate::model) fn matmul_weight_rows<B: Backend>(
+    x: &[f32],
+    m: usize,
+    w: Tensor<B, 2>,
+) -> Vec<f32> {
+    let w = into_array(w);
+    let w2: ArrayView2<f32> = w.view().into_dimensionality().expect("weight is 2-D");
+    let x2 = ArrayView2::from_shape((m, w2.nrows()), x).expect("m rows of the weight's inputs");
+    let mut out = Array2::<f32>::zeros((m, w2.ncols()));
+    gemm_into(x2, w2, &mut out);
+    out.into_raw_vec_and_offset().0
 }
 
 /// `x: [..., in]` times a reduced-precision weight (`[out, in]`, see `reduced.rs`) → `[..., out]`.

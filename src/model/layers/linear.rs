@@ -21,4 +21,16 @@ impl<B: Backend> Linear<B> {
             None => y,
         }
     }
+
+    /// [`Self::forward`] of `m` rows on slices (CPU decode steps, see [`Weight::matmul_rows`]).
+    pub fn forward_rows(&self, x: &[f32], m: usize) -> Vec<f32> {
+        let mut y = self.weight.matmul_rows(x, m);
+        if let Some(b) = &self.bias {
+            let b = crate::model::cpu::backend::standard_values(b.val());
+            for row in y.chunks_exact_mut(b.len()) {
+                row.iter_mut().zip(&b).for_each(|(v, b)| *v += b);
+            }
+        }
+        y
+    }
 }

@@ -3,12 +3,15 @@
 //! (`cpu/reduced.rs`) that is no parameter at all, so that training, which needs f32 parameters and
 //! their gradients, cannot be handed one. Every product goes through [`Weight::matmul`].
 
-use crate::model::cpu::backend::{is_cpu, matmul_reduced, matmul_weight, owned};
+use crate::model::cpu::backend::{
+    is_cpu, matmul_reduced, matmul_weight, matmul_weight_rows, owned,
+};
 use crate::model::cpu::reduced::ReducedMatrix;
 use crate::model::io::weights::{transposed, HfLayout, HfVisitor};
 use anyhow::{bail, Result};
 use burn::module::{Ignored, Param};
 use burn::prelude::*;
+use ndarray::ArrayView2;
 use std::sync::Arc;
 
 /// How the projections' weights are stored. Embeddings, norms, biases and the small gating
@@ -92,6 +95,19 @@ impl<B: Backend> Weight<B> {
         match self {
             Weight::F32(w) => matmul_weight(x, w.val()),
             Weight::Reduced(w) => matmul_reduced(x, &w.0),
+        }
+    }
+
+    /// `x` (`m` rows of `in` values) → `m` rows of `out` values, on slices: for the CPU backend's
+    /// decode steps only ([`is_cpu`]), where the tensors around a small product cost about what
+    /// the product does.
+    pub fn matmul_rows(&self, x: &[f32], m: usize) -> Vec<f32> {
+        match self {
+            Weight::F32(w) => matmul_weight_rows(x, m, w.val()),
+            Weight::Reduced(w) => {
+                let x = ArrayView2::from_shape((m, w.0.dims().1), x).expect("m rows of inputs");
+                w.0.matmul(x).into_raw_vec_and_offset().0
+            }
         }
     }
 
