@@ -5,7 +5,7 @@
 use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::rope::RopeTables;
-use crate::model::cpu::backend::{is_cpu, sigmoid, softmax_last};
+use crate::model::cpu::backend::{exp, is_cpu, sigmoid, softmax_last, standard_values, tensor};
 use crate::model::generation::cache::KvCache;
 use crate::model::host::floats;
 use crate::model::io::weights::{linear, visit_linear, HfVisitor, WeightSource};
@@ -136,6 +136,9 @@ impl<B: Backend> Attention<B> {
         cache: Option<&mut KvCache<B>>,
     ) -> Tensor<B, 3> {
         let [b, t, _] = x.dims();
+        if is_cpu::<B>() && t == 1 {
+            return self.cpu_decode_step(x, rope, cache);
+        }
         let (nh, nkv, hd) = (self.num_heads, self.num_kv_heads, self.head_dim);
         let q_full = self.q_proj.forward(x.clone());
         let (q, gate) = if self.gated {
@@ -174,6 +177,56 @@ impl<B: Backend> Attention<B> {
             None => o,
         };
         self.o_proj.forward(o)
+    }
+
+    /// [`Self::forward`] of one token per row on the CPU backend: the projections, norms, rotation
+    /// and output gate on slices (a decode step's dozen small tensor ops around them cost about
+    /// what its attention did); the cache and the attention itself as in [`Self::forward`].
+    fn cpu_decode_step(
+        &self,
+        x: Tensor<B, 3>,
+        rope: &RopeTables<B>,
+        cache: Option<&mut KvCache<B>>,
+    ) -> Tensor<B, 3> {
+        let [b, _, hidden] = x.dims();
+        let (nh, nkv, hd) = (self.num_heads, self.num_kv_heads, self.head_dim);
+        let x = standard_values(x);
+        let q_full = self.q_proj.forward_rows(&x, b);
+        let (mut q, gate) = if self.gated {
+            // Per-head interleave: [q_h | gate_h] for each head h.
+            let (mut q, mut gate) = (Vec::with_capacity(b * nh * hd), Vec::new());
+            for head in q_full.chunks_exact(2 * hd) {
+                q.extend_from_slice(&head[..hd]);
+                gate.extend_from_slice(&head[hd..]);
+            }
+            (q, Some(gate))
+        } else {
+            (q_full, None)
+        };
+        let mut k = self.k_proj.forward_rows(&x, b);
+        let v = self.v_proj.forward_rows(&x, b);
+        self.q_norm.forward_rows(&mut q);
+        self.k_norm.forward_rows(&mut k);
+        rope.apply_rows(&mut q, nh, hd);
+        rope.apply_rows(&mut k, nkv, hd);
+        // One position: `[B, 1, heads, hd]` and `[B, heads, 1, hd]` are the same values.
+        let (q, k, v) = (
+            tensor(q, [b, nh, 1, hd]),
+            tensor(k, [b, nkv, 1, hd]),
+            tensor(v, [b, nkv, 1, hd]),
+        );
+        let (k, v) = match cache {
+            Some(c) => c.append(k, v),
+            None => (k, v),
+        };
+        let o = self.attend(&q, &k, &v, &rope.starts, rope.gaps.as_deref(), QUERY_BLOCK);
+        let mut o = standard_values(o);
+        if let Some(gate) = gate {
+            for (o, g) in o.iter_mut().zip(gate) {
+                *o *= 1.0 / (1.0 + exp(-g));
+            }
+        }
+        tensor(self.o_proj.forward_rows(&o, b), [b, 1, hidden])
     }
 
     /// The `T` new queries `q: [B, nh, T, hd]` against the keys/values `[B, nkv, cached + T, hd]`,

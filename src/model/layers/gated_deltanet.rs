@@ -278,17 +278,19 @@ impl<B: Backend> GatedDeltaNet<B> {
         self.out_proj.forward(o.reshape([b, t, hv * dv]))
     }
 
-    /// [`Self::forward`] of one token per row against a started state, on the CPU kernel
-    /// ([`deltanet_step`]): the projections as usual, everything between them on slices.
+    /// [`Self::forward`] of one token per row against a started state, on slices: the projections
+    /// through [`Linear::forward_rows`], everything between them in the CPU kernel
+    /// ([`deltanet_step`]).
     fn cpu_decode_step(&self, x: Tensor<B, 3>, state: &mut DeltaNetState<B>) -> Tensor<B, 3> {
         let [b, _, _] = x.dims();
+        let x = standard_values(x);
         let [qkv, z, beta, a] = [
             &self.in_proj_qkv,
             &self.in_proj_z,
             &self.in_proj_b,
             &self.in_proj_a,
         ]
-        .map(|p| standard_values(p.forward(x.clone())));
+        .map(|p| p.forward_rows(&x, b));
         let (Some(conv), Some(recurrent)) = (state.conv.take(), state.recurrent.take()) else {
             unreachable!("the caller checked that the state is started")
         };
@@ -323,8 +325,8 @@ impl<B: Backend> GatedDeltaNet<B> {
         let o = layer.step(&projections, &mut conv, &mut recurrent);
         state.conv = Some(tensor(conv, conv_shape));
         state.recurrent = Some(tensor(recurrent, recurrent_shape));
-        let value_dim = self.num_v_heads * self.head_v_dim;
-        self.out_proj.forward(tensor(o, [b, 1, value_dim]))
+        let hidden = self.out_proj.weight.dims()[1];
+        tensor(self.out_proj.forward_rows(&o, b), [b, 1, hidden])
     }
 }
 

@@ -1,7 +1,7 @@
 //! RMSNorm variants: Qwen3 (`w * n(x)`), Qwen3.5 zero-centred (`(1 + w) * n(x)`, stored w ~ 0),
 //! and the DeltaNet gated norm (`w * n(x) * silu(z)`, plain w).
 
-use crate::model::cpu::backend::{is_cpu, rms_norm, silu};
+use crate::model::cpu::backend::{is_cpu, rms_norm, rms_norm_row, silu, standard_values};
 use crate::model::io::weights::{param, HfLayout, HfVisitor, Init, WeightSource};
 use anyhow::Result;
 use burn::module::Param;
@@ -50,6 +50,18 @@ impl<B: Backend> RmsNorm<B> {
         let w = self.weight.val();
         let w = if self.zero_centered { w + 1.0 } else { w };
         normalize(x, self.eps) * w.unsqueeze::<D>()
+    }
+
+    /// [`Self::forward`] in place on CPU values, each run of the weight's length one vector.
+    pub fn forward_rows(&self, x: &mut [f32]) {
+        let offset = if self.zero_centered { 1.0 } else { 0.0 };
+        let scale: Vec<f32> = standard_values(self.weight.val())
+            .into_iter()
+            .map(|w| offset + w)
+            .collect();
+        for row in x.chunks_exact_mut(scale.len()) {
+            rms_norm_row(row, &scale, self.eps as f32, None);
+        }
     }
 
     pub fn visit<V: HfVisitor<B>>(&self, name: &str, v: &mut V) {

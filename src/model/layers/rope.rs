@@ -2,6 +2,7 @@
 //! `rotary_dim` dims of each head rotate, the rest pass through (Qwen3.5). For text-only input
 //! Qwen3.5's interleaved mRoPE has equal positions on all three axes, which is exactly 1-D RoPE.
 
+use crate::model::cpu::backend::{is_cpu, standard_values, tensor};
 use crate::model::host::floats;
 use burn::prelude::*;
 
@@ -75,10 +76,15 @@ impl<B: Backend> RopeTables<B> {
 
     /// Applies the rotation to `x: [B, T, heads, head_dim]`.
     pub fn apply(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let head_dim = x.dims()[3];
+        let shape @ [_, _, heads, head_dim] = x.dims();
         let r = self.rotary_dim;
         if r == 0 {
             return x;
+        }
+        if is_cpu::<B>() {
+            let mut values = standard_values(x);
+            self.apply_rows(&mut values, heads, head_dim);
+            return tensor(values, shape);
         }
         let x_rot = if r == head_dim {
             x.clone()
@@ -93,6 +99,69 @@ impl<B: Backend> RopeTables<B> {
             out
         } else {
             Tensor::cat(vec![out, x.narrow(3, r, head_dim - r)], 3)
+        }
+    }
+
+    /// [`Self::apply`] on the CPU backend, in place on `x`: `[B, T, heads, head_dim]` values, one
+    /// pass instead of burn's eight ops.
+    pub fn apply_rows(&self, x: &mut [f32], heads: usize, head_dim: usize) {
+        let (r, half) = (self.rotary_dim, self.rotary_dim / 2);
+        if r == 0 {
+            return;
+        }
+        let (cos, sin) = (
+            standard_values(self.cos.clone()),
+            standard_values(self.sin.clone()),
+        );
+        // The tables hold T positions shared by every row, or B·T; position p of the flattened
+        // `[B·T]` reads entry p of the latter and p mod T of the former.
+        let entries = cos.len() / r;
+        for (p, position) in x.chunks_exact_mut(heads * head_dim).enumerate() {
+            let at = (p % entries) * r;
+            let (cos, sin) = (&cos[at..at + r], &sin[at..at + r]);
+            for head in position.chunks_exact_mut(head_dim) {
+                // NeoX `rotate_half`: `x·cos + [-x2, x1]·sin` over the first r dims.
+                let (x1, x2) = head[..r].split_at_mut(half);
+                for i in 0..half {
+                    let (a, b) = (x1[i], x2[i]);
+                    x1[i] = a * cos[i] - b * sin[i];
+                    x2[i] = b * cos[half + i] + a * sin[half + i];
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::{Autodiff, NdArray};
+    use burn::tensor::Distribution;
+
+    type Cpu = NdArray<f32>;
+    type Reference = Autodiff<NdArray<f32>>; // burn's ops
+
+    /// The CPU pass equals burn's ops: partial rotation (8 of 12 dims), tables per row (starts 0
+    /// and 5) and one table broadcast over both rows.
+    #[test]
+    fn cpu_rotation_equals_burns_ops() {
+        let device = Default::default();
+        let x = Tensor::<Cpu, 4>::random([2, 3, 4, 12], Distribution::Normal(0.0, 1.0), &device);
+        let x_ref = Tensor::<Reference, 4>::from_data(x.clone().into_data(), &device);
+        for starts in [&[0, 5][..], &[7]] {
+            let got = RopeTables::<Cpu>::for_rows(1e4, 8, starts, 3, &device).apply(x.clone());
+            let expected =
+                RopeTables::<Reference>::for_rows(1e4, 8, starts, 3, &device).apply(x_ref.clone());
+            let got: Vec<f32> = got.into_data().to_vec().unwrap();
+            let expected: Vec<f32> = expected.into_data().to_vec().unwrap();
+            let diff = got
+                .iter()
+                .zip(&expected)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f32::max);
+            assert!(diff < 1e-6, "starts {starts:?}: {diff}");
+            // The pass-through dims are untouched.
+            assert_eq!(got[8..12], expected[8..12]);
         }
     }
 }
