@@ -15,7 +15,7 @@
 //! for training, CUDA) takes burn's own path. The tests check the two paths agree.
 
 use super::reduced::ReducedMatrix;
-use super::spin_team;
+use super::{few_rows, spin_team};
 use crate::model::train_ops::autodiff::is_cpu_autodiff;
 use burn::prelude::*;
 use burn::tensor::{activation, TensorPrimitive};
@@ -459,6 +459,25 @@ pub(in crate::model) fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &
         |dst: *mut f32, dst_rs: isize, inner: Range<usize>, cols: Range<usize>, parallelism| {
             if inner.is_empty() || cols.is_empty() {
                 return;
+            }
+            if m <= few_rows::MAX_ROWS && xs[1] == 1 && ws[1] == 1 && xs[0] > 0 && ws[0] > 0 {
+                // SAFETY: as below; `dst`'s `m × cols` block is zeroed first, then accumulated.
+                return unsafe {
+                    for r in 0..m {
+                        std::ptr::write_bytes(dst.offset(r as isize * dst_rs), 0, cols.len());
+                    }
+                    few_rows::accumulate(
+                        m,
+                        cols.len(),
+                        inner,
+                        x_ptr as *const f32,
+                        xs[0] as usize,
+                        (w_ptr as *const f32).add(cols.start),
+                        ws[0] as usize,
+                        dst,
+                        dst_rs as usize,
+                    )
+                };
             }
             // SAFETY: `x` and `w` are views of the asserted shapes, offset to the block's first
             // element and read with their own strides; the caller passes a `dst` block that nothing

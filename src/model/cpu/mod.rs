@@ -15,5 +15,6 @@ pub mod attention;
 pub mod backend;
 pub mod delta_rule;
 pub mod deltanet_step;
+mod few_rows;
 pub mod reduced;
 pub mod spin_team;
