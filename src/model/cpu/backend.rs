@@ -455,12 +455,13 @@ pub(in crate::model) fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &
     let (x_ptr, w_ptr) = (x.as_ptr() as usize, w.as_ptr() as usize);
     // `dst = x[:, inner] @ w[inner, cols]`, `dst` being an `m × cols.len()` block with row stride
     // `dst_rs` (column stride 1).
+    let rows_contiguous = xs[1] == 1 && ws[1] == 1 && xs[0] > 0 && ws[0] > 0;
     let block =
         |dst: *mut f32, dst_rs: isize, inner: Range<usize>, cols: Range<usize>, parallelism| {
             if inner.is_empty() || cols.is_empty() {
                 return;
             }
-            if m <= few_rows::MAX_ROWS && xs[1] == 1 && ws[1] == 1 && xs[0] > 0 && ws[0] > 0 {
+            if rows_contiguous && few_rows::is_faster(m, cols.len()) {
                 // SAFETY: as below; `dst`'s `m × cols` block is zeroed first, then accumulated.
                 return unsafe {
                     for r in 0..m {

@@ -1,16 +1,24 @@
 //! The f32 product of a decode step's few activation rows with a row-major weight `[in, out]`.
 //!
 //! A decode step reads every weight once for a handful of rows, so the product is a stream of the
-//! weight through memory. Here each weight row is read once, front to back, and multiplied into all
-//! the activation rows at once (their output rows stay in L1/L2 while the weight streams past):
-//! one sequential stream per thread, which the hardware prefetcher follows. gemm's general kernel,
-//! which `small`'s batched decoding took for 2–8 rows, packs panels of the weight first and ran
-//! at about a third of the memory's bandwidth there.
+//! weight through memory. Here the weight is read front to back, four rows at a time, each
+//! multiplied into all the activation rows at once (their output rows stay in L1/L2 while the
+//! weight streams past), which the hardware prefetcher follows. gemm's general kernel packs panels
+//! of the weight first; [`is_faster`] says where each wins.
 
 use std::ops::Range;
 
 /// Most activation rows one call takes (the register budget: a broadcast activation per row).
 pub(in crate::model) const MAX_ROWS: usize = 8;
+
+/// Whether [`accumulate`] is the faster product for `m` rows and `n` output columns. Timed
+/// against gemm on one thread, alternating, on 0.4 GB of weights (more than the L3 holds) of
+/// `small`'s shapes: 1.08–1.26× for one row at every width, level at 512–768 columns, 1.15–2.4×
+/// from 1,024 columns with 2–8 rows; but 0.83–0.94× with 2–8 rows at 256–384 columns, where
+/// gemm's register-blocked kernel reads the narrow rows better.
+pub(in crate::model) fn is_faster(m: usize, n: usize) -> bool {
+    m == 1 || (m <= MAX_ROWS && n >= 512)
+}
 
 /// `dst[r, :] += Σ_{l ∈ inner} x[r, l] · w[l, :]` for the `m ≤ MAX_ROWS` rows of `x` (row stride
 /// `x_rs`, columns contiguous), `w` with row stride `w_rs` (columns contiguous), `n` output
@@ -97,54 +105,62 @@ mod avx512 {
     use std::arch::x86_64::*;
     use std::ops::Range;
 
-    /// Two weight rows at a time (each output vector is read and written once per pair), 16
-    /// columns a vector, a masked vector for the last `n mod 16`.
+    /// Four weight rows at a time (each output vector is read and written once per four), 16
+    /// columns a vector, a masked vector for the last `n mod 16`; a band's last rows pair with a
+    /// row of their own times zero.
     ///
     /// # Safety
     /// AVX-512F must be present; the operands as [`super::accumulate`] asks.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn rows<const M: usize>(p: &Operands, inner: Range<usize>) {
+        const R: usize = 4;
         let (n, tail) = (p.n - p.n % 16, p.n % 16);
         let mask: __mmask16 = (1u32 << tail).wrapping_sub(1) as __mmask16;
         let mut l = inner.start;
         while l < inner.end {
-            let pair = l + 1 < inner.end;
-            // SAFETY (this block): the operands cover rows `l` (and `l + 1` when `pair`) of `w`,
-            // those columns of `x`, and the M rows of `dst`.
+            // SAFETY (this block): the operands cover rows `l..l + R` of `w` that are inside
+            // `inner` (the others are replaced by row `l`, weighted zero), those columns of `x`,
+            // and the M rows of `dst`.
             unsafe {
-                let x0: [__m512; M] =
-                    std::array::from_fn(|r| _mm512_set1_ps(*p.x.add(r * p.x_rs + l)));
-                let x1: [__m512; M] = std::array::from_fn(|r| {
-                    _mm512_set1_ps(if pair {
-                        *p.x.add(r * p.x_rs + l + 1)
-                    } else {
-                        0.0
+                let real = |j: usize| l + j < inner.end;
+                let xs: [[__m512; M]; R] = std::array::from_fn(|j| {
+                    std::array::from_fn(|r| {
+                        _mm512_set1_ps(if real(j) {
+                            *p.x.add(r * p.x_rs + l + j)
+                        } else {
+                            0.0
+                        })
                     })
                 });
-                let w0 = p.w.add(l * p.w_rs);
-                // A lone last row pairs with itself times zero.
-                let w1 = if pair { w0.add(p.w_rs) } else { w0 };
+                let ws: [*const f32; R] =
+                    std::array::from_fn(|j| p.w.add(if real(j) { l + j } else { l } * p.w_rs));
                 let mut c = 0;
                 while c < n {
-                    let (a, b) = (_mm512_loadu_ps(w0.add(c)), _mm512_loadu_ps(w1.add(c)));
+                    let wv: [__m512; R] = std::array::from_fn(|j| _mm512_loadu_ps(ws[j].add(c)));
                     for r in 0..M {
                         let d = p.dst.add(r * p.dst_rs + c);
-                        let sum = _mm512_fmadd_ps(x0[r], a, _mm512_loadu_ps(d));
-                        _mm512_storeu_ps(d, _mm512_fmadd_ps(x1[r], b, sum));
+                        let mut sum = _mm512_loadu_ps(d);
+                        for j in 0..R {
+                            sum = _mm512_fmadd_ps(xs[j][r], wv[j], sum);
+                        }
+                        _mm512_storeu_ps(d, sum);
                     }
                     c += 16;
                 }
                 if tail > 0 {
-                    let a = _mm512_maskz_loadu_ps(mask, w0.add(c));
-                    let b = _mm512_maskz_loadu_ps(mask, w1.add(c));
+                    let wv: [__m512; R] =
+                        std::array::from_fn(|j| _mm512_maskz_loadu_ps(mask, ws[j].add(c)));
                     for r in 0..M {
                         let d = p.dst.add(r * p.dst_rs + c);
-                        let sum = _mm512_fmadd_ps(x0[r], a, _mm512_maskz_loadu_ps(mask, d));
-                        _mm512_mask_storeu_ps(d, mask, _mm512_fmadd_ps(x1[r], b, sum));
+                        let mut sum = _mm512_maskz_loadu_ps(mask, d);
+                        for j in 0..R {
+                            sum = _mm512_fmadd_ps(xs[j][r], wv[j], sum);
+                        }
+                        _mm512_mask_storeu_ps(d, mask, sum);
                     }
                 }
             }
-            l += 2;
+            l += R;
         }
     }
 }
