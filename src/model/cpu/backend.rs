@@ -467,17 +467,16 @@ pub(in crate::model) fn gemm_into(x: ArrayView2<f32>, w: ArrayView2<f32>, out: &
                     for r in 0..m {
                         std::ptr::write_bytes(dst.offset(r as isize * dst_rs), 0, cols.len());
                     }
-                    few_rows::accumulate(
-                        m,
-                        cols.len(),
-                        inner,
-                        x_ptr as *const f32,
-                        xs[0] as usize,
-                        (w_ptr as *const f32).add(cols.start),
-                        ws[0] as usize,
+                    let operands = few_rows::Operands {
+                        n: cols.len(),
+                        x: x_ptr as *const f32,
+                        x_rs: xs[0] as usize,
+                        w: (w_ptr as *const f32).add(cols.start),
+                        w_rs: ws[0] as usize,
                         dst,
-                        dst_rs as usize,
-                    )
+                        dst_rs: dst_rs as usize,
+                    };
+                    few_rows::accumulate(m, inner, &operands)
                 };
             }
             // SAFETY: `x` and `w` are views of the asserted shapes, offset to the block's first

@@ -20,64 +20,44 @@ pub(in crate::model) fn is_faster(m: usize, n: usize) -> bool {
     m == 1 || (m <= MAX_ROWS && n >= 512)
 }
 
-/// `dst[r, :] += Σ_{l ∈ inner} x[r, l] · w[l, :]` for the `m ≤ MAX_ROWS` rows of `x` (row stride
-/// `x_rs`, columns contiguous), `w` with row stride `w_rs` (columns contiguous), `n` output
-/// columns, `dst` with row stride `dst_rs`.
+/// The operands of [`accumulate`]: `x`, `m ≤ MAX_ROWS` activation rows with row stride `x_rs`;
+/// `w`, the weight's rows with row stride `w_rs`; `dst`, `m` rows of `n` outputs with row stride
+/// `dst_rs`. Columns are contiguous in all three.
+pub(in crate::model) struct Operands {
+    pub n: usize,
+    pub x: *const f32,
+    pub x_rs: usize,
+    pub w: *const f32,
+    pub w_rs: usize,
+    pub dst: *mut f32,
+    pub dst_rs: usize,
+}
+
+/// `dst[r, :] += Σ_{l ∈ inner} x[r, l] · w[l, :]` for the first `m` rows of the operands.
 ///
 /// # Safety
-/// `x`, `w` and `dst` must cover the rows and columns named; nothing else may access `dst` during
-/// the call.
-#[allow(clippy::too_many_arguments)]
-pub(in crate::model) unsafe fn accumulate(
-    m: usize,
-    n: usize,
-    inner: Range<usize>,
-    x: *const f32,
-    x_rs: usize,
-    w: *const f32,
-    w_rs: usize,
-    dst: *mut f32,
-    dst_rs: usize,
-) {
+/// The operands must cover the rows and columns named; nothing else may access `dst` during the
+/// call.
+pub(in crate::model) unsafe fn accumulate(m: usize, inner: Range<usize>, p: &Operands) {
     assert!(m <= MAX_ROWS, "at most {MAX_ROWS} rows");
-    let p = Operands {
-        n,
-        x,
-        x_rs,
-        w,
-        w_rs,
-        dst,
-        dst_rs,
-    };
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx512f") {
         // SAFETY: the feature was detected; the caller vouches for the operands.
         return unsafe {
             match m {
-                1 => avx512::rows::<1>(&p, inner),
-                2 => avx512::rows::<2>(&p, inner),
-                3 => avx512::rows::<3>(&p, inner),
-                4 => avx512::rows::<4>(&p, inner),
-                5 => avx512::rows::<5>(&p, inner),
-                6 => avx512::rows::<6>(&p, inner),
-                7 => avx512::rows::<7>(&p, inner),
-                _ => avx512::rows::<8>(&p, inner),
+                1 => avx512::rows::<1>(p, inner),
+                2 => avx512::rows::<2>(p, inner),
+                3 => avx512::rows::<3>(p, inner),
+                4 => avx512::rows::<4>(p, inner),
+                5 => avx512::rows::<5>(p, inner),
+                6 => avx512::rows::<6>(p, inner),
+                7 => avx512::rows::<7>(p, inner),
+                _ => avx512::rows::<8>(p, inner),
             }
         };
     }
     // SAFETY: as above.
-    unsafe { portable(m, &p, inner) }
-}
-
-/// The operands of [`accumulate`], as raw pointers with their row strides.
-struct Operands {
-    n: usize,
-    x: *const f32,
-    x_rs: usize,
-    w: *const f32,
-    w_rs: usize,
-    dst: *mut f32,
-    dst_rs: usize,
+    unsafe { portable(m, p, inner) }
 }
 
 /// # Safety
@@ -182,19 +162,16 @@ mod tests {
             let start: Vec<f32> = (0..m * n).map(|i| value(i + 11)).collect();
             let mut dst = start.clone();
             // SAFETY: the buffers have the shapes named.
-            unsafe {
-                accumulate(
-                    m,
-                    n,
-                    inner.clone(),
-                    x.as_ptr(),
-                    k,
-                    w.as_ptr(),
-                    n,
-                    dst.as_mut_ptr(),
-                    n,
-                )
+            let operands = Operands {
+                n,
+                x: x.as_ptr(),
+                x_rs: k,
+                w: w.as_ptr(),
+                w_rs: n,
+                dst: dst.as_mut_ptr(),
+                dst_rs: n,
             };
+            unsafe { accumulate(m, inner.clone(), &operands) };
             for r in 0..m {
                 for c in 0..n {
                     let expected = start[r * n + c] as f64
