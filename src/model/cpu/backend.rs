@@ -122,7 +122,17 @@ pub fn sigmoid<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     if !is_cpu::<B>() {
         return activation::sigmoid(x);
     }
-    map_in_place(x, |v| 1.0 / (1.0 + exp(-v)))
+    map_in_place(x, logistic)
+}
+
+/// `1 / (1 + e^-v)` of one value, with the polynomial [`exp`].
+pub(in crate::model) fn logistic(v: f32) -> f32 {
+    1.0 / (1.0 + exp(-v))
+}
+
+/// `v · logistic(v)` of one value.
+pub(in crate::model) fn silu_of(v: f32) -> f32 {
+    v / (1.0 + exp(-v))
 }
 
 /// `x · sigmoid(x)`, elementwise (SwiGLU's and the gated norm's activation).
@@ -130,7 +140,7 @@ pub fn silu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     if !is_cpu::<B>() {
         return activation::silu(x);
     }
-    map_in_place(x, |v| v / (1.0 + exp(-v)))
+    map_in_place(x, silu_of)
 }
 
 /// `f` applied to every value of a CPU tensor in one pass, in place when the storage is not shared.
@@ -222,7 +232,7 @@ pub(in crate::model) fn rms_norm_row(
     }
     if let Some(z) = gate {
         for (v, &z) in row.iter_mut().zip(z) {
-            *v *= z / (1.0 + exp(-z));
+            *v *= silu_of(z);
         }
     }
 }
@@ -372,7 +382,8 @@ fn from_array<B: Backend, const D: usize>(array: ArcArray<f32, IxDyn>) -> Tensor
 }
 
 /// A product of at most this many rows reads its weight more than it computes (a decode step, an
-/// MoE expert's share of one): gemm runs it on one thread, at the bandwidth of one core.
+/// MoE expert's share of one): gemm runs it on one thread, at the bandwidth of one core. Up to this
+/// many rows the MoE block also runs on slices (`SparseMoe::forward_rows_cpu`).
 pub(in crate::model) const FEW_ROWS: usize = 8;
 /// Products of at least this many multiply-adds are split over the spinning helpers of
 /// [`spin_team`]; below it the product takes a few microseconds, about what starting them costs.
@@ -385,11 +396,14 @@ fn cpu_matmul(x: &NdArrayTensor, w: &NdArrayTensor) -> ndarray::ArcArray<f32, Ix
     let wv = w.view();
     let w2: ArrayView2<f32> = wv.into_dimensionality().expect("weight is 2-D");
     let (k, n) = w2.dim();
-    product_of_rows(x.view(), k, n, |x2| {
-        let mut out = Array2::<f32>::zeros((x2.nrows(), n));
-        gemm_into(x2, w2, &mut out);
-        out
-    })
+    product_of_rows(x.view(), k, n, |x2| weight_product(x2, w2))
+}
+
+/// `x @ w` into a fresh array.
+fn weight_product(x: ArrayView2<f32>, w: ArrayView2<f32>) -> Array2<f32> {
+    let mut out = Array2::<f32>::zeros((x.nrows(), w.ncols()));
+    gemm_into(x, w, &mut out);
+    out
 }
 
 /// `x` (`m` rows of `in` values) times a CPU weight `w: [in, out]` → `m` rows of `out` values: the
@@ -403,9 +417,7 @@ pub(in crate::model) fn matmul_weight_rows<B: Backend>(
     let w = into_array(w);
     let w2: ArrayView2<f32> = w.view().into_dimensionality().expect("weight is 2-D");
     let x2 = ArrayView2::from_shape((m, w2.nrows()), x).expect("m rows of the weight's inputs");
-    let mut out = Array2::<f32>::zeros((m, w2.ncols()));
-    gemm_into(x2, w2, &mut out);
-    out.into_raw_vec_and_offset().0
+    weight_product(x2, w2).into_raw_vec_and_offset().0
 }
 
 /// `x: [..., in]` times a reduced-precision weight (`[out, in]`, see `reduced.rs`) → `[..., out]`.

@@ -5,7 +5,7 @@
 //! step more than the rule they feed (60–80 µs a layer). The math is `GatedDeltaNet::forward`'s, in
 //! the same order; the rule itself is [`Head::run`], as in prefill.
 
-use super::backend::{exp, rms_norm_row};
+use super::backend::{logistic, rms_norm_row, silu_of};
 use super::delta_rule::Head;
 use super::spin_team;
 
@@ -73,7 +73,7 @@ impl Layer<'_> {
             let y = &y[r * conv_dim..(r + 1) * conv_dim];
             // v-head h reads k-head h / group (HF's repeat_interleave).
             let kh = h / group;
-            let beta = 1.0 / (1.0 + exp(-x.b[p]));
+            let beta = logistic(x.b[p]);
             let g = -self.a_log[h].exp() * softplus(x.a[p] + self.dt_bias[h]);
             let head = Head {
                 dk,
@@ -97,7 +97,7 @@ impl Layer<'_> {
         for (c, (y, w)) in y.iter_mut().zip(self.conv.chunks_exact(kernel)).enumerate() {
             let past = (0..kernel - 1).map(|j| w[j] * history[j * conv_dim + c]);
             let sum = past.fold(0.0, |sum, v| sum + v) + w[kernel - 1] * input[c];
-            *y = sum / (1.0 + exp(-sum));
+            *y = silu_of(sum);
         }
         if kernel > 1 {
             history.copy_within(conv_dim.., 0);

@@ -5,7 +5,9 @@
 use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::rope::RopeTables;
-use crate::model::cpu::backend::{exp, is_cpu, sigmoid, softmax_last, standard_values, tensor};
+use crate::model::cpu::backend::{
+    is_cpu, logistic, sigmoid, softmax_last, standard_values, tensor,
+};
 use crate::model::generation::cache::KvCache;
 use crate::model::host::floats;
 use crate::model::io::weights::{linear, visit_linear, HfVisitor, WeightSource};
@@ -223,7 +225,7 @@ impl<B: Backend> Attention<B> {
         let mut o = standard_values(o);
         if let Some(gate) = gate {
             for (o, g) in o.iter_mut().zip(gate) {
-                *o *= 1.0 / (1.0 + exp(-g));
+                *o *= logistic(g);
             }
         }
         tensor(self.o_proj.forward_rows(&o, b), [b, 1, hidden])

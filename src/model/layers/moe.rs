@@ -5,7 +5,8 @@
 use super::linear::Linear;
 use super::weight::Weight;
 use crate::model::cpu::backend::{
-    cat, exp, is_cpu, sigmoid, silu, softmax_last, softmax_row, standard_values, tensor, FEW_ROWS,
+    cat, is_cpu, logistic, sigmoid, silu, silu_of, softmax_last, softmax_row, standard_values,
+    tensor, FEW_ROWS,
 };
 use crate::model::host::{floats, ints};
 use crate::model::io::weights::{
@@ -112,10 +113,7 @@ impl<B: Backend> Expert<B> {
 
 /// `silu(gate) · up`, elementwise.
 fn swiglu(gate: &[f32], up: &[f32]) -> Vec<f32> {
-    gate.iter()
-        .zip(up)
-        .map(|(&g, &u)| g / (1.0 + exp(-g)) * u)
-        .collect()
+    gate.iter().zip(up).map(|(&g, &u)| silu_of(g) * u).collect()
 }
 
 #[derive(Module, Debug)]
@@ -319,7 +317,7 @@ impl<B: Backend> SparseMoe<B> {
             let gate = sg.forward_rows(&x, n);
             let y = se.forward_rows(&x, n);
             for ((o, y), g) in out.chunks_exact_mut(h).zip(y.chunks_exact(h)).zip(gate) {
-                let g = 1.0 / (1.0 + exp(-g));
+                let g = logistic(g);
                 o.iter_mut().zip(y).for_each(|(o, y)| *o += g * y);
             }
         }
