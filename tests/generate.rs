@@ -512,6 +512,35 @@ fn local_policy_answers_a_conversation_with_tools() {
     assert!(policy.name().starts_with("local:"));
 }
 
+/// A cache that kept its per-token states takes the last tokens of a forward back (a speculative
+/// round's rejected drafts): what follows is what a cache that never saw them gives, on a DeltaNet
+/// model; and it refuses to take back more than the forward kept.
+#[test]
+fn a_cache_takes_back_the_last_tokens_of_a_forward() {
+    let m = tiny(8);
+    let mut cache = m.new_cache();
+    m.extend_stacked(&[vec![3, 50, 7, 90, 11]], &mut cache)
+        .unwrap();
+    let mut fresh = cache.clone();
+    assert!(cache.keep_token_states());
+    m.extend_stacked(&[vec![4, 5, 6]], &mut cache).unwrap();
+    cache.drop_last(2).unwrap();
+    let (taken_back, _) = m.extend_stacked(&[vec![9]], &mut cache).unwrap();
+    m.extend_stacked(&[vec![4]], &mut fresh).unwrap();
+    let (never_seen, _) = m.extend_stacked(&[vec![9]], &mut fresh).unwrap();
+    assert_eq!(cache.seq_len, 7);
+    let diff = (taken_back - never_seen).abs().max().into_scalar();
+    assert!(diff < 1e-4, "logits differ by {diff}");
+
+    assert!(cache.keep_token_states());
+    m.extend_stacked(&[vec![4, 5]], &mut cache).unwrap();
+    let e = cache.drop_last(2).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("cannot take back 2 tokens"),
+        "{e:#}"
+    );
+}
+
 /// Speculative decoding with the MTP head gives the same tokens as plain decoding, greedy and
 /// sampled, on a DeltaNet model (rejections restore the recurrent state) and on the transformers
 /// fixture.

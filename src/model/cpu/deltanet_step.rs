@@ -194,4 +194,58 @@ mod tests {
             );
         }
     }
+
+    /// Three tokens at once through an armed state (the drafts a speculative round checks): the
+    /// outputs equal burn's forward of the three, and the states kept after the first two equal
+    /// those that one-token steps reach.
+    #[test]
+    fn armed_steps_keep_the_state_after_each_token() {
+        let (cpu, reference) = (layer::<Cpu>(), layer::<Reference>());
+        let x = Tensor::<Cpu, 3>::random(
+            [1, 8, 32],
+            Distribution::Normal(0.0, 1.0),
+            &Default::default(),
+        );
+        let on_reference = |t: Tensor<Cpu, 3>| {
+            Tensor::<Reference, 3>::from_data(t.into_data(), &Default::default())
+        };
+        let (mut armed, mut s_ref) = (
+            DeltaNetState::<Cpu>::default(),
+            DeltaNetState::<Reference>::default(),
+        );
+        cpu.forward(x.clone().narrow(1, 0, 5), Some(&mut armed), None);
+        let mut stepped = armed.clone();
+        reference.forward(
+            on_reference(x.clone().narrow(1, 0, 5)),
+            Some(&mut s_ref),
+            None,
+        );
+        armed.token_states = Some(Vec::new());
+        let got = values(cpu.forward(x.clone().narrow(1, 5, 3), Some(&mut armed), None));
+        let expected = values(reference.forward(
+            on_reference(x.clone().narrow(1, 5, 3)),
+            Some(&mut s_ref),
+            None,
+        ));
+        assert!(max_abs_diff(&got, &expected) < 1e-5, "outputs");
+        let kept = armed.token_states.take().unwrap();
+        assert_eq!(
+            kept.len(),
+            2,
+            "the state after the last token is the state itself"
+        );
+        for (p, (conv, recurrent)) in (5..7).zip(kept) {
+            cpu.forward(x.clone().narrow(1, p, 1), Some(&mut stepped), None);
+            assert_eq!(
+                values(conv),
+                values(stepped.conv.clone().unwrap()),
+                "conv after {p}"
+            );
+            assert_eq!(
+                values(recurrent),
+                values(stepped.recurrent.clone().unwrap()),
+                "state after {p}"
+            );
+        }
+    }
 }

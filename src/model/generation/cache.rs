@@ -150,6 +150,9 @@ pub struct DeltaNetState<B: Backend> {
     pub conv: Option<Tensor<B, 3>>,
     /// `S`, `[B, Hv, dk, dv]`, f32.
     pub recurrent: Option<Tensor<B, 4>>,
+    /// Armed by [`Cache::keep_token_states`]: the (conv, recurrent) state after each token but
+    /// the last of the next forward, for [`Cache::drop_last`] to go back to.
+    pub token_states: Option<Vec<(Tensor<B, 3>, Tensor<B, 4>)>>,
 }
 
 impl<B: Backend> DeltaNetState<B> {
@@ -198,6 +201,61 @@ impl<B: Backend> Cache<B> {
         self.row_lens.clone().unwrap_or_else(|| vec![self.seq_len])
     }
 
+    /// Has the next forward keep each Gated DeltaNet layer's state after every token, so that
+    /// [`Self::drop_last`] can take tokens back (the rejected drafts of speculative decoding)
+    /// without a snapshot of the whole cache and a second forward. Only for one sequence on the
+    /// inference CPU backend whose layers have all seen a token; returns whether it is armed.
+    pub fn keep_token_states(&mut self) -> bool {
+        let started = self.layers.iter().all(|l| {
+            let d = &l.deltanet;
+            d.is_started() || (d.conv.is_none() && d.recurrent.is_none())
+        });
+        if !is_cpu::<B>() || self.rows() != 1 || self.seq_len == 0 || !started {
+            return false;
+        }
+        for l in &mut self.layers {
+            if l.deltanet.is_started() {
+                l.deltanet.token_states = Some(Vec::new());
+            }
+        }
+        true
+    }
+
+    /// Takes back the last `n` tokens of the forward that followed [`Self::keep_token_states`]
+    /// (`n` smaller than that forward's tokens; 0 keeps them all) and disarms: attention keys are
+    /// cut, each Gated DeltaNet state goes back to the one kept after the last token staying.
+    pub fn drop_last(&mut self, n: usize) -> Result<()> {
+        let armed: Vec<Vec<(Tensor<B, 3>, Tensor<B, 4>)>> = self
+            .layers
+            .iter_mut()
+            .filter_map(|l| l.deltanet.token_states.take())
+            .collect();
+        if n == 0 {
+            return Ok(());
+        }
+        let fewest = armed.iter().map(Vec::len).min();
+        if fewest.is_some_and(|kept| n > kept) || n > self.seq_len {
+            bail!(
+                "cannot take back {n} tokens: the last forward kept {} token states (of {} tokens seen)",
+                fewest.unwrap_or(0),
+                self.seq_len
+            );
+        }
+        let started = self.layers.iter_mut().filter(|l| l.deltanet.is_started());
+        for (l, mut kept) in started.zip(armed) {
+            let (conv, recurrent) = kept.swap_remove(kept.len() - n);
+            (l.deltanet.conv, l.deltanet.recurrent) = (Some(conv), Some(recurrent));
+        }
+        for l in &mut self.layers {
+            l.kv.len = l.kv.len.saturating_sub(n);
+        }
+        self.seq_len -= n;
+        if let Some(lens) = &mut self.row_lens {
+            lens.iter_mut().for_each(|l| *l -= n);
+        }
+        Ok(())
+    }
+
     /// One batch from single-sequence caches of possibly different lengths: keys/values are
     /// right-padded with zeros to the longest (the attention mask hides the padding, see
     /// `row_lens`), DeltaNet states are concatenated. Empty caches (fresh sequences) may take part:
@@ -230,6 +288,7 @@ impl<B: Backend> Cache<B> {
                     deltanet: DeltaNetState {
                         conv: cat_rows(&rows, |r| r.deltanet.conv.clone()),
                         recurrent: cat_rows(&rows, |r| r.deltanet.recurrent.clone()),
+                        token_states: None,
                     },
                 }
             })
@@ -260,6 +319,7 @@ impl<B: Backend> Cache<B> {
                     deltanet: DeltaNetState {
                         conv: rep(&l.deltanet.conv, rows),
                         recurrent: rep(&l.deltanet.recurrent, rows),
+                        token_states: None,
                     },
                 })
                 .collect(),
@@ -322,6 +382,7 @@ impl<B: Backend> Cache<B> {
                             .recurrent
                             .as_ref()
                             .map(|t| compact(row(t, r))),
+                        token_states: None,
                     },
                 });
             }
@@ -374,6 +435,7 @@ impl<B: Backend> Cache<B> {
                             layer.deltanet.recurrent,
                             cat_rows(&rows, |r| r.deltanet.recurrent.clone()),
                         ),
+                        token_states: None,
                     },
                 }
             })
@@ -445,6 +507,7 @@ impl<B: Backend> Cache<B> {
                 deltanet: DeltaNetState {
                     conv: pick_rows(l.deltanet.conv, &picked),
                     recurrent: pick_rows(l.deltanet.recurrent, &picked),
+                    token_states: None,
                 },
             })
             .collect();

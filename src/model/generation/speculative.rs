@@ -9,9 +9,11 @@
 //! output is the same as [`super::generate::generate`] for the same seed, greedy or sampled
 //! (up to float rounding between batched and one-token forwards), and only the speed changes.
 //!
-//! Rejected drafts have already passed through the main model. Attention could simply drop
-//! their keys, but a Gated DeltaNet state cannot be rewound, so after a rejection the cache is
-//! restored from a snapshot and the accepted tokens are run again.
+//! Rejected drafts have already passed through the main model. Attention simply drops their
+//! keys; a Gated DeltaNet state cannot be rewound, so the verifying forward keeps each layer's
+//! state after every token ([`Cache::keep_token_states`]) and a rejection goes back to the one
+//! after the last kept token. Where a cache cannot keep them (a GPU backend), it is restored from
+//! a snapshot and the accepted tokens are run again.
 
 use super::generate::{rows_to_host, Generation, Sequence};
 use super::sampling::{argmax, SamplingParams};
@@ -89,7 +91,9 @@ pub fn round<B: Backend>(
     choose: &mut dyn FnMut(&[f32]) -> (Option<u32>, bool),
 ) -> Result<Round> {
     let drafts = model.draft(&head.hidden, &head.logits, &head.cache, k)?;
-    let snapshot = cache.clone();
+    // Rejected drafts must leave the cache again: taken back token by token where the cache can
+    // keep its per-token states, else by restoring a snapshot and feeding the kept tokens again.
+    let snapshot = (!cache.keep_token_states()).then(|| cache.clone());
     let input: Vec<u32> = std::iter::once(last)
         .chain(drafts.iter().copied())
         .collect();
@@ -101,6 +105,7 @@ pub fn round<B: Backend>(
         let (token, goes_on) = choose(row);
         emitted.extend(token);
         if !goes_on {
+            cache.drop_last(0)?;
             return Ok(Round {
                 drafted: k,
                 accepted: j,
@@ -111,14 +116,19 @@ pub fn round<B: Backend>(
         }
     }
     let kept = emitted.len();
-    // The cache must hold `last` and the accepted drafts only. Attention could simply drop the
-    // rejected drafts' keys, but a Gated DeltaNet state cannot be rewound, so a rejection
-    // restores the snapshot and feeds the kept tokens again.
-    let hidden = if kept == k + 1 {
-        hidden
-    } else {
-        *cache = snapshot;
-        model.extend_stacked(&[input[..kept].to_vec()], cache)?.1
+    let hidden = match snapshot {
+        _ if kept == k + 1 => {
+            cache.drop_last(0)?;
+            hidden
+        }
+        None => {
+            cache.drop_last(k + 1 - kept)?;
+            hidden.narrow(1, 0, kept)
+        }
+        Some(snapshot) => {
+            *cache = snapshot;
+            model.extend_stacked(&[input[..kept].to_vec()], cache)?.1
+        }
     };
     // Head slot i pairs main hidden state i with the token after it: the emitted ones.
     (head.hidden, head.logits) = model.mtp_extend(hidden, &emitted, &mut head.cache)?;

@@ -178,8 +178,14 @@ impl<B: Backend> GatedDeltaNet<B> {
     ) -> Tensor<B, 3> {
         let [b, t, _] = x.dims();
         let state = match state {
-            Some(s) if is_cpu::<B>() && t == 1 && lens.is_none() && s.is_started() => {
-                return self.cpu_decode_step(x, s);
+            // One token per row, or a few to check drafts with (whose per-token states are kept).
+            Some(s)
+                if is_cpu::<B>()
+                    && lens.is_none()
+                    && s.is_started()
+                    && (t == 1 || s.token_states.is_some()) =>
+            {
+                return self.cpu_steps(x, s);
             }
             s => s,
         };
@@ -278,11 +284,12 @@ impl<B: Backend> GatedDeltaNet<B> {
         self.out_proj.forward(o.reshape([b, t, hv * dv]))
     }
 
-    /// [`Self::forward`] of one token per row against a started state, on slices: the projections
-    /// through [`Linear::forward_rows`], everything between them in the CPU kernel
-    /// ([`deltanet_step`]).
-    fn cpu_decode_step(&self, x: Tensor<B, 3>, state: &mut DeltaNetState<B>) -> Tensor<B, 3> {
-        let [b, _, _] = x.dims();
+    /// [`Self::forward`] against a started state, token by token on slices: the projections of
+    /// all `B·T` positions through [`Linear::forward_rows`], everything between them in the CPU
+    /// kernel ([`deltanet_step`]). When the state is armed (`token_states`), the state after each
+    /// token but the last is kept there.
+    fn cpu_steps(&self, x: Tensor<B, 3>, state: &mut DeltaNetState<B>) -> Tensor<B, 3> {
+        let [b, t, hidden] = x.dims();
         let x = standard_values(x);
         let [qkv, z, beta, a] = [
             &self.in_proj_qkv,
@@ -290,7 +297,7 @@ impl<B: Backend> GatedDeltaNet<B> {
             &self.in_proj_b,
             &self.in_proj_a,
         ]
-        .map(|p| p.forward_rows(&x, b));
+        .map(|p| p.forward_rows(&x, b * t));
         let (Some(conv), Some(recurrent)) = (state.conv.take(), state.recurrent.take()) else {
             unreachable!("the caller checked that the state is started")
         };
@@ -316,17 +323,38 @@ impl<B: Backend> GatedDeltaNet<B> {
             head_k_dim: self.head_k_dim,
             head_v_dim: self.head_v_dim,
         };
-        let projections = deltanet_step::Projections {
-            qkv: &qkv,
-            z: &z,
-            b: &beta,
-            a: &a,
+        // Row r's token j is position r·T + j; a step takes token j of every row.
+        let token = |all: &[f32], j: usize| -> Vec<f32> {
+            let width = all.len() / (b * t);
+            (0..b)
+                .flat_map(|r| &all[(r * t + j) * width..][..width])
+                .copied()
+                .collect()
         };
-        let o = layer.step(&projections, &mut conv, &mut recurrent);
+        let width = self.num_v_heads * self.head_v_dim;
+        let mut o = vec![0f32; b * t * width];
+        for j in 0..t {
+            let [qkv, z, beta, a] = [&qkv, &z, &beta, &a].map(|p| token(p, j));
+            let projections = deltanet_step::Projections {
+                qkv: &qkv,
+                z: &z,
+                b: &beta,
+                a: &a,
+            };
+            let oj = layer.step(&projections, &mut conv, &mut recurrent);
+            for (r, oj) in oj.chunks_exact(width).enumerate() {
+                o[(r * t + j) * width..][..width].copy_from_slice(oj);
+            }
+            if let Some(kept) = state.token_states.as_mut().filter(|_| j + 1 < t) {
+                kept.push((
+                    tensor(conv.clone(), conv_shape),
+                    tensor(recurrent.clone(), recurrent_shape),
+                ));
+            }
+        }
         state.conv = Some(tensor(conv, conv_shape));
         state.recurrent = Some(tensor(recurrent, recurrent_shape));
-        let hidden = self.out_proj.weight.dims()[1];
-        tensor(self.out_proj.forward_rows(&o, b), [b, 1, hidden])
+        tensor(self.out_proj.forward_rows(&o, b * t), [b, t, hidden])
     }
 }
 
