@@ -102,8 +102,10 @@ pub struct ServeArgs {
     /// sampled; acceptance rate and speed-up in /metrics.
     #[arg(long)]
     pub mtp: bool,
-    /// Tokens the MTP head drafts per round with --mtp.
-    #[arg(long, default_value_t = 2, requires = "mtp")]
+    /// Tokens the MTP head drafts per round with --mtp. 1 by default: on the MoE presets a check of
+    /// K + 1 tokens reads the experts of each, and on trained `tiny` and `small` checkpoints K = 2
+    /// was at best level with K = 1 (docs/serving-performance.md).
+    #[arg(long, default_value_t = 1, requires = "mtp")]
     pub mtp_draft_tokens: usize,
     /// Storage of the projection weights: bf16 halves and int8 (per-channel scales) quarters
     /// their bytes, and so the bytes a decode step reads, at a small accuracy cost

@@ -1,7 +1,8 @@
 #!/bin/bash
 # serve plain and with --mtp on one checkpoint, alternating, each a fresh release `serve` at
 # concurrency 1 (the only case that speculates): replay-bench's default set, greedy, 64 tokens.
-# MODES are `name=serve-binary[:mtp]` (the binaries of two commits can be set side by side).
+# MODES are `name=serve-binary[:mtp[K]]` (the binaries of two commits can be set side by side; K drafts,
+# default $K or 1).
 #   [K=drafts] [N=requests] MODES="plain=/tmp/serve_new mtp=/tmp/serve_new:mtp" bash bench.sh CHECKPOINT OUTDIR [ROUNDS]
 set -euo pipefail
 ckpt=$1 out=$2 rounds=${3:-2}
@@ -10,7 +11,10 @@ mkdir -p "$out"
 for round in $(seq 1 "$rounds"); do
   for mode in ${MODES:-plain=target/release/serve mtp=target/release/serve:mtp}; do
     name=${mode%%=*} bin=${mode#*=}
-    flags=(); [[ $bin == *:mtp ]] && { flags=(--mtp --mtp-draft-tokens ${K:-1}); bin=${bin%:mtp}; }
+    flags=()
+    if [[ $bin =~ :mtp([0-9]*)$ ]]; then
+      flags=(--mtp --mtp-draft-tokens ${BASH_REMATCH[1]:-${K:-1}}); bin=${bin%:mtp*}
+    fi
     port=$((18000 + RANDOM % 1000))
     "$bin" --model "$ckpt" --port $port "${flags[@]}" > "$out/serve.$name.$round.log" 2>&1 &
     pid=$!
