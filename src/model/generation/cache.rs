@@ -225,15 +225,17 @@ impl<B: Backend> Cache<B> {
     /// (`n` smaller than that forward's tokens; 0 keeps them all) and disarms: attention keys are
     /// cut, each Gated DeltaNet state goes back to the one kept after the last token staying.
     pub fn drop_last(&mut self, n: usize) -> Result<()> {
-        let armed: Vec<Vec<(Tensor<B, 3>, Tensor<B, 4>)>> = self
+        // The armed layers and the states their last forward kept.
+        let armed: Vec<(usize, Vec<(Tensor<B, 3>, Tensor<B, 4>)>)> = self
             .layers
             .iter_mut()
-            .filter_map(|l| l.deltanet.token_states.take())
+            .enumerate()
+            .filter_map(|(i, l)| l.deltanet.token_states.take().map(|kept| (i, kept)))
             .collect();
         if n == 0 {
             return Ok(());
         }
-        let fewest = armed.iter().map(Vec::len).min();
+        let fewest = armed.iter().map(|(_, kept)| kept.len()).min();
         if fewest.is_some_and(|kept| n > kept) || n > self.seq_len {
             bail!(
                 "cannot take back {n} tokens: the last forward kept {} token states (of {} tokens seen)",
@@ -241,10 +243,10 @@ impl<B: Backend> Cache<B> {
                 self.seq_len
             );
         }
-        let started = self.layers.iter_mut().filter(|l| l.deltanet.is_started());
-        for (l, mut kept) in started.zip(armed) {
+        for (i, mut kept) in armed {
             let (conv, recurrent) = kept.swap_remove(kept.len() - n);
-            (l.deltanet.conv, l.deltanet.recurrent) = (Some(conv), Some(recurrent));
+            let state = &mut self.layers[i].deltanet;
+            (state.conv, state.recurrent) = (Some(conv), Some(recurrent));
         }
         for l in &mut self.layers {
             l.kv.len = l.kv.len.saturating_sub(n);
