@@ -307,7 +307,7 @@ impl Metrics {
         );
         let _ = writeln!(
             out,
-            "# HELP hat_spec_decode_speedup Decode tokens/s of a lone sequence with MTP speculation over plain steps (0 until both ran).\n# TYPE hat_spec_decode_speedup gauge\nhat_spec_decode_speedup {:.4}",
+            "# HELP hat_spec_decode_speedup Decode tokens/s of a lone sequence with MTP speculation over plain steps (0 until both ran); reads high: the plain steps are the first after a batch change; compare runs with and without --mtp.\n# TYPE hat_spec_decode_speedup gauge\nhat_spec_decode_speedup {:.4}",
             self.speculation_speedup()
         );
         out
