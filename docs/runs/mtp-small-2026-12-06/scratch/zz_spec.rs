@@ -7,9 +7,40 @@ use hat::model::CausalLm;
 use std::time::Instant;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let m = CausalLm::<NdArray<f32>>::load(std::path::Path::new(&args[1]), &Default::default()).unwrap();
+    if args[2] == "experts" {
+        // Distinct experts per sparse layer that checks of 2 and 3 consecutive tokens of real
+        // text route to (top-k each), against k for one token. `zz_spec DIR experts TEXT_FILE`
+        let tok = hat::tokenizer::load(&std::path::Path::new(&args[1]).join("tokenizer.json")).unwrap();
+        let text = std::fs::read_to_string(&args[3]).unwrap();
+        let ids: Vec<u32> = tok.encode(text, false).unwrap().get_ids().iter().copied().take(4000).collect();
+        let (_, router) = m.hidden_states(hat::model::ids_tensor(&[ids.clone()], &Default::default()).unwrap(), None);
+        let k = m.config.num_experts_per_tok;
+        for span in [2usize, 3] {
+            let (mut union, mut n) = (0usize, 0usize);
+            for logits in &router {
+                let e = logits.dims()[1];
+                let rows: Vec<f32> = logits.clone().into_data().into_vec().unwrap();
+                let top: Vec<Vec<usize>> = rows.chunks(e).map(|r| {
+                    let mut idx: Vec<usize> = (0..e).collect();
+                    idx.sort_by(|&a, &b| r[b].total_cmp(&r[a]));
+                    idx[..k].to_vec()
+                }).collect();
+                for w in top.windows(span) {
+                    let mut all: Vec<usize> = w.concat();
+                    all.sort();
+                    all.dedup();
+                    union += all.len();
+                    n += 1;
+                }
+            }
+            eprintln!("{} tokens, {span}-token checks over {} sparse layers: {:.2} distinct experts a layer (one token: {k}), {:.2}x the experts of one token",
+                ids.len(), router.len(), union as f64 / n as f64, union as f64 / n as f64 / k as f64);
+        }
+        return;
+    }
     let n: usize = args[2].parse().unwrap();
     let iters: usize = args[3].parse().unwrap();
-    let m = CausalLm::<NdArray<f32>>::load(std::path::Path::new(&args[1]), &Default::default()).unwrap();
     let v = m.config.vocab_size as u32;
     let prompt: Vec<u32> = (0..n as u32).map(|i| (i * 7919 + 13) % v).collect();
     let mut base = m.new_cache();
