@@ -143,6 +143,9 @@ impl<B: Backend> KvCache<B> {
     }
 }
 
+/// A Gated DeltaNet layer's (conv, recurrent) state after each of several tokens.
+pub type TokenStates<B> = Vec<(Tensor<B, 3>, Tensor<B, 4>)>;
+
 /// Gated DeltaNet state.
 #[derive(Clone, Debug, Default)]
 pub struct DeltaNetState<B: Backend> {
@@ -152,7 +155,7 @@ pub struct DeltaNetState<B: Backend> {
     pub recurrent: Option<Tensor<B, 4>>,
     /// Armed by [`Cache::keep_token_states`]: the (conv, recurrent) state after each token but
     /// the last of the next forward, for [`Cache::drop_last`] to go back to.
-    pub token_states: Option<Vec<(Tensor<B, 3>, Tensor<B, 4>)>>,
+    pub token_states: Option<TokenStates<B>>,
 }
 
 impl<B: Backend> DeltaNetState<B> {
@@ -226,7 +229,7 @@ impl<B: Backend> Cache<B> {
     /// cut, each Gated DeltaNet state goes back to the one kept after the last token staying.
     pub fn drop_last(&mut self, n: usize) -> Result<()> {
         // The armed layers and the states their last forward kept.
-        let armed: Vec<(usize, Vec<(Tensor<B, 3>, Tensor<B, 4>)>)> = self
+        let armed: Vec<(usize, TokenStates<B>)> = self
             .layers
             .iter_mut()
             .enumerate()
