@@ -141,6 +141,43 @@ mod tests {
         t.into_data().convert::<f32>().to_vec().unwrap()
     }
 
+    fn on_reference(t: Tensor<Cpu, 3>) -> Tensor<Reference, 3> {
+        Tensor::from_data(t.into_data(), &Default::default())
+    }
+
+    /// Both implementations of one layer, eight random tokens for each of `rows` rows, and each
+    /// side's state after the first five (prefilled through burn's ops).
+    struct Prefilled {
+        cpu: GatedDeltaNet<Cpu>,
+        reference: GatedDeltaNet<Reference>,
+        x: Tensor<Cpu, 3>,
+        s_cpu: DeltaNetState<Cpu>,
+        s_ref: DeltaNetState<Reference>,
+    }
+
+    fn prefilled(rows: usize) -> Prefilled {
+        let (cpu, reference) = (layer::<Cpu>(), layer::<Reference>());
+        let x = Tensor::<Cpu, 3>::random(
+            [rows, 8, 32],
+            Distribution::Normal(0.0, 1.0),
+            &Default::default(),
+        );
+        let (mut s_cpu, mut s_ref) = (DeltaNetState::default(), DeltaNetState::default());
+        cpu.forward(x.clone().narrow(1, 0, 5), Some(&mut s_cpu), None);
+        reference.forward(
+            on_reference(x.clone().narrow(1, 0, 5)),
+            Some(&mut s_ref),
+            None,
+        );
+        Prefilled {
+            cpu,
+            reference,
+            x,
+            s_cpu,
+            s_ref,
+        }
+    }
+
     fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
         assert_eq!(a.len(), b.len());
         a.iter()
@@ -154,25 +191,13 @@ mod tests {
     /// equal burn's.
     #[test]
     fn decode_step_equals_burns_ops() {
-        let (cpu, reference) = (layer::<Cpu>(), layer::<Reference>());
-        let x = Tensor::<Cpu, 3>::random(
-            [2, 8, 32],
-            Distribution::Normal(0.0, 1.0),
-            &Default::default(),
-        );
-        let on_reference = |t: Tensor<Cpu, 3>| {
-            Tensor::<Reference, 3>::from_data(t.into_data(), &Default::default())
-        };
-        let (mut s_cpu, mut s_ref) = (
-            DeltaNetState::<Cpu>::default(),
-            DeltaNetState::<Reference>::default(),
-        );
-        cpu.forward(x.clone().narrow(1, 0, 5), Some(&mut s_cpu), None);
-        reference.forward(
-            on_reference(x.clone().narrow(1, 0, 5)),
-            Some(&mut s_ref),
-            None,
-        );
+        let Prefilled {
+            cpu,
+            reference,
+            x,
+            mut s_cpu,
+            mut s_ref,
+        } = prefilled(2);
         for p in 5..8 {
             let token = x.clone().narrow(1, p, 1);
             let got = values(cpu.forward(token.clone(), Some(&mut s_cpu), None));
@@ -200,26 +225,14 @@ mod tests {
     /// those that one-token steps reach.
     #[test]
     fn armed_steps_keep_the_state_after_each_token() {
-        let (cpu, reference) = (layer::<Cpu>(), layer::<Reference>());
-        let x = Tensor::<Cpu, 3>::random(
-            [1, 8, 32],
-            Distribution::Normal(0.0, 1.0),
-            &Default::default(),
-        );
-        let on_reference = |t: Tensor<Cpu, 3>| {
-            Tensor::<Reference, 3>::from_data(t.into_data(), &Default::default())
-        };
-        let (mut armed, mut s_ref) = (
-            DeltaNetState::<Cpu>::default(),
-            DeltaNetState::<Reference>::default(),
-        );
-        cpu.forward(x.clone().narrow(1, 0, 5), Some(&mut armed), None);
+        let Prefilled {
+            cpu,
+            reference,
+            x,
+            s_cpu: mut armed,
+            mut s_ref,
+        } = prefilled(1);
         let mut stepped = armed.clone();
-        reference.forward(
-            on_reference(x.clone().narrow(1, 0, 5)),
-            Some(&mut s_ref),
-            None,
-        );
         armed.token_states = Some(Vec::new());
         let got = values(cpu.forward(x.clone().narrow(1, 5, 3), Some(&mut armed), None));
         let expected = values(reference.forward(

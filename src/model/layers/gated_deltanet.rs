@@ -21,6 +21,7 @@ use anyhow::Result;
 use burn::module::Param;
 use burn::prelude::*;
 use burn::tensor::activation::relu;
+use std::borrow::Cow;
 
 /// Chunk length of the chunked rule (HF pads the sequence to a multiple of it).
 pub const CHUNK: usize = 64;
@@ -323,18 +324,10 @@ impl<B: Backend> GatedDeltaNet<B> {
             head_k_dim: self.head_k_dim,
             head_v_dim: self.head_v_dim,
         };
-        // Row r's token j is position r·T + j; a step takes token j of every row.
-        let token = |all: &[f32], j: usize| -> Vec<f32> {
-            let width = all.len() / (b * t);
-            (0..b)
-                .flat_map(|r| &all[(r * t + j) * width..][..width])
-                .copied()
-                .collect()
-        };
         let width = self.num_v_heads * self.head_v_dim;
         let mut o = vec![0f32; b * t * width];
         for j in 0..t {
-            let [qkv, z, beta, a] = [&qkv, &z, &beta, &a].map(|p| token(p, j));
+            let [qkv, z, beta, a] = [&qkv, &z, &beta, &a].map(|p| token_of_rows(p, b, t, j));
             let projections = deltanet_step::Projections {
                 qkv: &qkv,
                 z: &z,
@@ -356,6 +349,17 @@ impl<B: Backend> GatedDeltaNet<B> {
         state.recurrent = Some(tensor(recurrent, recurrent_shape));
         tensor(self.out_proj.forward_rows(&o, b * t), [b, t, hidden])
     }
+}
+
+/// Token `j` of each of `rows` rows from values laid out `[rows, t, width]`: the slice itself when
+/// `t` is 1, else a gathered copy.
+fn token_of_rows(all: &[f32], rows: usize, t: usize, j: usize) -> Cow<'_, [f32]> {
+    if t == 1 {
+        return Cow::Borrowed(all);
+    }
+    let width = all.len() / (rows * t);
+    let row = |r: usize| &all[(r * t + j) * width..][..width];
+    Cow::Owned((0..rows).flat_map(row).copied().collect())
 }
 
 /// `[B, T, 1]`: 1 at the first `lens[r]` positions of row r, 0 on its padding.
