@@ -15,7 +15,9 @@ use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
 use hat::train::batch::{bucket, bucket_shared, shared_prefix, to_tensors, Cursor, Sampler};
 use hat::train::checkpoint;
 use hat::train::data::load_views;
-use hat::train::optim::{cosine_with_warmup, AdamW, AdamWConfig, GradBuffer, LrSchedulerType};
+use hat::train::optim::{
+    cosine_with_warmup, fresh_leaves, AdamW, AdamWConfig, GradBuffer, LrSchedulerType,
+};
 use hat::train::trainer::{
     dev_metrics, masked_token_loss, micro_batch_loss, train, trained_token_loss, Outcome, RunDirs,
     TrainConfig, TrainData,
@@ -416,8 +418,9 @@ fn toy(w: [f32; 2], b: f32) -> Toy<B> {
 fn toy_grads(m: &Toy<B>, c: [f32; 2], d: f32, buf: &mut GradBuffer<Inner>) {
     let dev = Default::default();
     let ct = Tensor::<B, 2>::from_data(TensorData::new(c.to_vec(), [1, 2]), &dev);
+    let m = fresh_leaves(m);
     let loss = (m.w.val() * ct).sum() + m.b.val().mul_scalar(d).sum();
-    buf.accumulate::<B, _>(m, &loss.backward());
+    buf.accumulate::<B, _>(&m, &loss.backward());
 }
 
 fn values<const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
@@ -537,12 +540,14 @@ fn two_accumulated_half_batches_give_the_full_batch_gradient() {
     let norm = full.trained;
     assert_eq!(norm, halves[0].trained + halves[1].trained);
     let mut one = GradBuffer::default();
-    let (loss, _) = micro_batch_loss(&model, &full, norm, 0.0, 1, 0.0).unwrap();
-    one.accumulate::<B, _>(&model, &loss.backward());
+    let m = fresh_leaves(&model);
+    let (loss, _) = micro_batch_loss(&m, &full, norm, 0.0, 1, 0.0).unwrap();
+    one.accumulate::<B, _>(&m, &loss.backward());
     let mut two = GradBuffer::default();
     for h in &halves {
-        let (loss, _) = micro_batch_loss(&model, h, norm, 0.0, 2, 0.0).unwrap();
-        two.accumulate::<B, _>(&model, &loss.backward());
+        let m = fresh_leaves(&model);
+        let (loss, _) = micro_batch_loss(&m, h, norm, 0.0, 2, 0.0).unwrap();
+        two.accumulate::<B, _>(&m, &loss.backward());
     }
     let (n1, n2) = (one.norm(), two.norm());
     assert!(n1 > 0.0);
@@ -562,7 +567,8 @@ fn loss_at_trained_positions_equals_the_masked_loss_over_all_positions() {
     let model = tiny_model(b.tokenizer().get_vocab_size(true), 5);
     let rows: Vec<&TrainingView> = vs[..3].iter().collect();
     let batch = to_tensors::<B>(&rows, 0, false, &Default::default()).unwrap();
-    let out = model.forward(batch.ids.clone());
+    let (m1, m2) = (fresh_leaves(&model), fresh_leaves(&model));
+    let out = m1.forward(batch.ids.clone());
     let t = batch.ids.dims()[1];
     let full = masked_token_loss(
         out.logits.narrow(1, 0, t - 1),
@@ -570,13 +576,13 @@ fn loss_at_trained_positions_equals_the_masked_loss_over_all_positions() {
         batch.mask.clone(),
     );
     // A second forward: each backward consumes its graph.
-    let (hidden, _) = model.hidden_states(batch.ids.clone(), None);
-    let picked = trained_token_loss(&model, hidden, &batch);
+    let (hidden, _) = m2.hidden_states(batch.ids.clone(), None);
+    let picked = trained_token_loss(&m2, hidden, &batch);
     let (a, c) = (values(full.clone())[0], values(picked.clone())[0]);
     assert!(a > 1.0 && (a - c).abs() / a < 1e-5, "{a} vs {c}");
     let (mut ga, mut gc) = (GradBuffer::default(), GradBuffer::default());
-    ga.accumulate::<B, _>(&model, &full.backward());
-    gc.accumulate::<B, _>(&model, &picked.backward());
+    ga.accumulate::<B, _>(&m1, &full.backward());
+    gc.accumulate::<B, _>(&m2, &picked.backward());
     let (na, nc) = (ga.norm(), gc.norm());
     assert!(na > 0.0 && (na - nc).abs() / na < 1e-4, "{na} vs {nc}");
 }
@@ -627,10 +633,11 @@ fn a_shared_prefix_run_once_gives_the_loss_and_gradients_of_whole_rows() {
     // The MTP head has its own attention layer, which must see the prefix's slots too.
     for mtp_weight in [0.0, 0.3] {
         let (mut gw, mut gs) = (GradBuffer::default(), GradBuffer::default());
-        let (ls, ps) = micro_batch_loss(&model, &shared, norm, 0.0, 1, mtp_weight).unwrap();
+        let (ms, mw) = (fresh_leaves(&model), fresh_leaves(&model));
+        let (ls, ps) = micro_batch_loss(&ms, &shared, norm, 0.0, 1, mtp_weight).unwrap();
         let c = values(ls.clone())[0];
-        gs.accumulate::<B, _>(&model, &ls.backward());
-        let (lw, pw) = micro_batch_loss(&model, &whole, norm, 0.0, 1, mtp_weight).unwrap();
+        gs.accumulate::<B, _>(&ms, &ls.backward());
+        let (lw, pw) = micro_batch_loss(&mw, &whole, norm, 0.0, 1, mtp_weight).unwrap();
         let a = values(lw.clone())[0];
         assert!(a > 1.0 && (a - c).abs() / a < 1e-5, "{a} vs {c}");
         if mtp_weight > 0.0 {
@@ -650,7 +657,7 @@ fn a_shared_prefix_run_once_gives_the_loss_and_gradients_of_whole_rows() {
                 "MTP {mw} vs {reference}"
             );
         }
-        gw.accumulate::<B, _>(&model, &lw.backward());
+        gw.accumulate::<B, _>(&mw, &lw.backward());
         let (nw, ns) = (gw.norm(), gs.norm());
         assert!(nw > 0.0 && (nw - ns).abs() / nw < 1e-4, "{nw} vs {ns}");
         assert_same_gradients(&gw, &gs);

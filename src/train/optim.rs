@@ -92,6 +92,25 @@ impl std::fmt::Display for NonFiniteGradient {
 
 impl std::error::Error for NonFiniteGradient {}
 
+/// A copy of `module` whose parameters are new autodiff leaves (same ids and values). Build each
+/// backward pass on its own copy, whenever another thread of the process may run a backward at the
+/// same time: passes through different copies build disjoint graphs, which burn's autodiff runs on
+/// parallel threads, and the gradients still map to the parameters by id. A leaf reused after a
+/// backward starts a fresh graph that burn 0.20 lets another thread's backward free while its next
+/// op is being registered, silently losing part of the gradient (tracel-ai/burn#5573, fixed after
+/// 0.20).
+pub fn fresh_leaves<B: AutodiffBackend, M: Module<B>>(module: &M) -> M {
+    struct FreshLeaves;
+    impl<B: AutodiffBackend> ModuleMapper<B> for FreshLeaves {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+            let (id, tensor, mapper) = param.consume();
+            let leaf = Tensor::from_inner(tensor.inner()).require_grad();
+            Param::from_mapped_value(id, leaf, mapper)
+        }
+    }
+    module.clone().map(&mut FreshLeaves)
+}
+
 /// Gradients summed over micro-batches, flattened, one slot per parameter (`None`: no gradient yet).
 pub struct GradBuffer<B: Backend> {
     pub grads: Vec<Option<Tensor<B, 1>>>,

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use burn::module::{AutodiffModule, Module, ModuleMapper, Param};
+use burn::module::AutodiffModule;
 use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::backend::AutodiffBackend;
@@ -27,7 +27,7 @@ use serde_json::json;
 use super::batch::{bucket_shared, to_tensors, BatchTensors, Sampler};
 use super::checkpoint;
 use super::metrics;
-use super::optim::{AdamW, AdamWConfig, GradBuffer, LrSchedulerType};
+use super::optim::{fresh_leaves, AdamW, AdamWConfig, GradBuffer, LrSchedulerType};
 use super::view::{SegmentKind, TrainingView};
 use crate::model::cpu::spin_team;
 use crate::model::host::{floats, ints};
@@ -465,21 +465,6 @@ pub fn dev_metrics<B: Backend>(
         first_call_exact: share(|s| s.first_call_exact),
         final_reply_exact: share(|s| s.final_reply_exact),
     }))
-}
-
-/// A copy of `model` whose parameters are new autodiff leaves (same ids and values). Passes through
-/// different copies build disjoint graphs, which burn's autodiff can run on parallel threads (passes
-/// sharing leaves cannot), and the gradients still map to the parameters by id.
-fn fresh_leaves<B: AutodiffBackend>(model: &CausalLm<B>) -> CausalLm<B> {
-    struct FreshLeaves;
-    impl<B: AutodiffBackend> ModuleMapper<B> for FreshLeaves {
-        fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-            let (id, tensor, mapper) = param.consume();
-            let leaf = Tensor::from_inner(tensor.inner()).require_grad();
-            Param::from_mapped_value(id, leaf, mapper)
-        }
-    }
-    model.clone().map(&mut FreshLeaves)
 }
 
 /// The summed loss parts and gradients of one step's micro-batches. They run on parallel threads,
