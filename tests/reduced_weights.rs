@@ -111,7 +111,8 @@ fn bf16_rounding_is_round_to_nearest_even_as_the_half_crate_does() {
 #[test]
 fn both_products_equal_the_dequantised_product() {
     // Few rows (dot products, up to 16) and many rows: AMX tiles where the CPU has them and rows
-    // are whole 64-byte blocks (every k here from 64 up), else gemm panels. Channel counts that
+    // are whole 64-byte blocks (every k here from 64 up), else register blocks of the dot-product
+    // instructions (4 × 4, with row and channel tails here), else gemm panels. Channel counts that
     // leave a short last band or tile (one tile or two per step), an inner size that splits the
     // weight into two gemm panels (40 × 8000), inner sizes with a vector tail, products on both
     // sides of the thread split.
@@ -157,8 +158,9 @@ fn both_products_equal_the_dequantised_product() {
 fn int8_sums_are_exact() {
     // Weights and activations whose rows reach ±127 exactly: both scales are 1, so every output
     // is an integer sum, which i32 holds exactly and f32 too below 2²⁴ (here under 127² · 1024).
-    // Rows of 1,000 go through the dot products and gemm panels, rows of 1,024 (whole 64-byte
-    // blocks) through AMX tiles for more than 16 activation rows where the CPU has them.
+    // Rows of 1,000 go through the dot products and, for more than 16 activation rows, register
+    // blocks (VNNI) or gemm panels; rows of 1,024 (whole 64-byte blocks) through AMX tiles there
+    // where the CPU has them.
     for k in [1000, 1024] {
         exact_int8_sums(33, k);
     }
