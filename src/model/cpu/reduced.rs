@@ -821,6 +821,15 @@ mod avx512 {
         }
     }
 
+    /// The mask of a 64-byte vector's first `len` bytes (all of them from 64).
+    fn first_bytes(len: usize) -> u64 {
+        if len >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << len) - 1
+        }
+    }
+
     /// `x[j] · row` in i32 for the `G` offset activation rows starting at `xu`; each 64 weights are
     /// loaded once for all of them. The last partial 64 bytes go through masked loads: zeros add
     /// nothing to either sum.
@@ -831,11 +840,7 @@ mod avx512 {
         let mut offset = _mm512_setzero_si512();
         let mut i = 0;
         while i < k {
-            let mask = if k - i >= 64 {
-                u64::MAX
-            } else {
-                (1u64 << (k - i)) - 1
-            };
+            let mask = first_bytes(k - i);
             let wv = _mm512_maskz_loadu_epi8(mask, row.as_ptr().add(i));
             // 128 (as an unsigned byte) in the lanes read.
             offset = _mm512_dpbusd_epi32(offset, _mm512_maskz_set1_epi8(mask, -128), wv);
@@ -924,11 +929,7 @@ mod avx512 {
         let (xp, wp) = (xu.as_ptr().add(r0 * k), w.as_ptr().add(c0 * k));
         let mut i = 0;
         while i < k {
-            let mask = if k - i >= 64 {
-                u64::MAX
-            } else {
-                (1u64 << (k - i)) - 1
-            };
+            let mask = first_bytes(k - i);
             let high = _mm512_maskz_set1_epi8(mask, -128);
             let wv: [__m512i; C] =
                 std::array::from_fn(|c| _mm512_maskz_loadu_epi8(mask, wp.add(c * k + i)));
