@@ -55,16 +55,16 @@ pub(in crate::model) unsafe fn accumulate(m: usize, inner: Range<usize>, p: &Ope
         // SAFETY: the feature was detected; the caller vouches for the operands.
         return unsafe {
             match (m, short) {
-                (1, true) => rows::<1, 1, false>(p, inner),
-                (2, true) => rows::<2, 1, false>(p, inner),
-                (1, false) => rows::<1, 8, false>(p, inner),
-                (2, false) => rows::<2, 8, false>(p, inner),
-                (3, _) => rows::<3, 8, true>(p, inner),
-                (4, _) => rows::<4, 8, true>(p, inner),
-                (5, _) => rows::<5, 8, true>(p, inner),
-                (6, _) => rows::<6, 8, true>(p, inner),
-                (7, _) => rows::<7, 8, true>(p, inner),
-                _ => rows::<8, 8, true>(p, inner),
+                (1, true) => rows::<1, 1>(p, inner),
+                (2, true) => rows::<2, 1>(p, inner),
+                (1, false) => rows::<1, 8>(p, inner),
+                (2, false) => rows::<2, 8>(p, inner),
+                (3, _) => rows::<3, 8>(p, inner),
+                (4, _) => rows::<4, 8>(p, inner),
+                (5, _) => rows::<5, 8>(p, inner),
+                (6, _) => rows::<6, 8>(p, inner),
+                (7, _) => rows::<7, 8>(p, inner),
+                _ => rows::<8, 8>(p, inner),
             }
         };
     }
@@ -99,19 +99,16 @@ mod avx512 {
 
     /// `R` weight rows at a time (each output vector is read and written once per `R`), 16 columns
     /// a vector, a masked vector for the last `n mod 16`; a band's last rows pair with a row of
-    /// their own times zero. `PREFETCH` asks for the next `R` rows of short weight rows while these
+    /// their own times zero. Several short weight rows at a time prefetch the next `R` while these
     /// are read (long ones the hardware prefetcher follows by itself).
     ///
     /// # Safety
     /// AVX-512F must be present; the operands as [`super::accumulate`] asks.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn rows<const M: usize, const R: usize, const PREFETCH: bool>(
-        p: &Operands,
-        inner: Range<usize>,
-    ) {
+    pub(super) unsafe fn rows<const M: usize, const R: usize>(p: &Operands, inner: Range<usize>) {
         let (n, tail) = (p.n - p.n % 16, p.n % 16);
         let mask: __mmask16 = (1u32 << tail).wrapping_sub(1) as __mmask16;
-        let prefetch = PREFETCH && p.n <= super::SHORT_ROW;
+        let prefetch = R > 1 && p.n <= super::SHORT_ROW;
         let mut l = inner.start;
         while l < inner.end {
             // SAFETY (this block): the operands cover rows `l..l + R` of `w` that are inside

@@ -748,20 +748,29 @@ mod avx512 {
         w: &[bf16],
         store: &dyn Fn(usize, usize, f32),
     ) {
-        let n = w.len() / k;
+        // SAFETY (of each block): as this function's.
+        four_by_four(m, w.len() / k, |r, c, shape| unsafe {
+            match shape {
+                (4, 4) => bf16_block::<4, 4>(x, k, w, r, c, store),
+                (1, 4) => bf16_block::<1, 4>(x, k, w, r, c, store),
+                (4, _) => bf16_block::<4, 1>(x, k, w, r, c, store),
+                _ => bf16_block::<1, 1>(x, k, w, r, c, store),
+            }
+        });
+    }
+
+    /// Walks an `m × n` product (activation rows × weight rows) in blocks of 4 × 4, the last rows
+    /// and channels one at a time: `block(r, c, (rows, channels))` for each.
+    fn four_by_four(m: usize, n: usize, mut block: impl FnMut(usize, usize, (usize, usize))) {
+        let step = |left: usize| if left >= 4 { 4 } else { 1 };
         let mut c = 0;
         while c < n {
             let mut r = 0;
             while r < m {
-                match (m - r >= 4, n - c >= 4) {
-                    (true, true) => bf16_block::<4, 4>(x, k, w, r, c, store),
-                    (false, true) => bf16_block::<1, 4>(x, k, w, r, c, store),
-                    (true, false) => bf16_block::<4, 1>(x, k, w, r, c, store),
-                    (false, false) => bf16_block::<1, 1>(x, k, w, r, c, store),
-                }
-                r += if m - r >= 4 { 4 } else { 1 };
+                block(r, c, (step(m - r), step(n - c)));
+                r += step(m - r);
             }
-            c += if n - c >= 4 { 4 } else { 1 };
+            c += step(n - c);
         }
     }
 
@@ -880,21 +889,15 @@ mod avx512 {
             w,
             scales,
         };
-        let (m, n) = (x_scales.len(), scales.len());
-        let mut c = 0;
-        while c < n {
-            let mut r = 0;
-            while r < m {
-                match (m - r >= 4, n - c >= 4) {
-                    (true, true) => int8_block::<4, 4>(&p, r, c, store),
-                    (false, true) => int8_block::<1, 4>(&p, r, c, store),
-                    (true, false) => int8_block::<4, 1>(&p, r, c, store),
-                    (false, false) => int8_block::<1, 1>(&p, r, c, store),
-                }
-                r += if m - r >= 4 { 4 } else { 1 };
+        // SAFETY (of each block): as this function's.
+        four_by_four(x_scales.len(), scales.len(), |r, c, shape| unsafe {
+            match shape {
+                (4, 4) => int8_block::<4, 4>(&p, r, c, store),
+                (1, 4) => int8_block::<1, 4>(&p, r, c, store),
+                (4, _) => int8_block::<4, 1>(&p, r, c, store),
+                _ => int8_block::<1, 1>(&p, r, c, store),
             }
-            c += if n - c >= 4 { 4 } else { 1 };
-        }
+        });
     }
 
     /// The operands of [`int8_blocks`].
