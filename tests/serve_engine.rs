@@ -62,24 +62,32 @@ fn persistent_batch_decodes_like_single_sequences() {
         m.join(&mut batch, states).unwrap();
         rows.extend(&joining);
         let what = format!("wave {wave}");
-        steps(&m, &mut batch, &rows, &mut alone, &mut last, &what, 3);
+        steps(&mut m, &mut batch, &rows, &mut alone, &mut last, &what, 3);
     }
     // The longest sequence and the first leave; three go on in their rows.
     m.keep(&mut batch, &[1, 2, 4]).unwrap();
     rows = vec![1, 2, 4];
     let what = "after leaving";
-    steps(&m, &mut batch, &rows, &mut alone, &mut last, what, 3);
+    steps(&mut m, &mut batch, &rows, &mut alone, &mut last, what, 3);
     // A late joiner behind the gaps of the others.
     let late = prefill(&mut m, 9, 9, &mut alone, &mut last);
     m.join(&mut batch, vec![late]).unwrap();
     rows.push(5);
-    steps(&m, &mut batch, &rows, &mut alone, &mut last, "late join", 3);
+    steps(
+        &mut m,
+        &mut batch,
+        &rows,
+        &mut alone,
+        &mut last,
+        "late join",
+        3,
+    );
     assert_eq!(batch.rows(), 4);
     // A short sequence leaves while the longest stays: the kept rows are picked out in place.
     m.keep(&mut batch, &[0, 2, 3]).unwrap();
     rows = vec![1, 4, 5];
     let what = "after a short one left";
-    steps(&m, &mut batch, &rows, &mut alone, &mut last, what, 3);
+    steps(&mut m, &mut batch, &rows, &mut alone, &mut last, what, 3);
     // Two more join; then two rows leave from the middle and the last two take their places, as
     // the engine orders a departure (`fill_holes`): only their keys move within the buffers.
     let more = vec![
@@ -89,19 +97,19 @@ fn persistent_batch_decodes_like_single_sequences() {
     m.join(&mut batch, more).unwrap();
     rows.extend([6, 7]);
     let what = "two more joined";
-    steps(&m, &mut batch, &rows, &mut alone, &mut last, what, 1);
+    steps(&mut m, &mut batch, &rows, &mut alone, &mut last, what, 1);
     let order = fill_holes(rows.len(), |r| r != 1 && r != 2);
     assert_eq!(order, [0, 3, 4]);
     m.keep(&mut batch, &order).unwrap();
     rows = order.iter().map(|&r| rows[r]).collect();
     let what = "holes filled from the end";
-    steps(&m, &mut batch, &rows, &mut alone, &mut last, what, 3);
+    steps(&mut m, &mut batch, &rows, &mut alone, &mut last, what, 3);
     // One more joins into a row left spare, over the keys of the sequence that had it.
     let spare = prefill(&mut m, 12, 12, &mut alone, &mut last);
     m.join(&mut batch, vec![spare]).unwrap();
     rows.push(8);
     let what = "joined into a spare row";
-    steps(&m, &mut batch, &rows, &mut alone, &mut last, what, 3);
+    steps(&mut m, &mut batch, &rows, &mut alone, &mut last, what, 3);
     m.keep(&mut batch, &[]).unwrap();
     assert_eq!(batch.rows(), 0);
 }
@@ -128,7 +136,7 @@ fn prefill(
 /// `n` decode steps of the batch (row r holds sequence `rows[r]`), each against every sequence
 /// decoding alone: the same logits to 1e-4 and the same greedy token.
 fn steps(
-    m: &M,
+    m: &mut M,
     batch: &mut RunningBatch<B>,
     rows: &[usize],
     alone: &mut [Cache<B>],
@@ -138,7 +146,7 @@ fn steps(
 ) {
     for i in 0..n {
         let tokens: Vec<u32> = rows.iter().map(|&s| last[s]).collect();
-        let got = m.decode(&tokens, batch).unwrap();
+        let got = m.decode(&tokens, batch, None).unwrap().logits;
         for (r, &s) in rows.iter().enumerate() {
             let one = m
                 .model

@@ -81,6 +81,17 @@ pub struct LmOutput<B: Backend> {
     pub router_logits: Vec<Tensor<B, 2>>,
 }
 
+/// Rows that continue one cache in a forward of several groups
+/// ([`CausalLm::hidden_states_of_groups`]).
+pub struct Group<'a, B: Backend> {
+    /// `[B, T]` token ids.
+    pub ids: Tensor<B, 2, Int>,
+    /// Continued and updated; `None`: the rows start at position 0 with no cache.
+    pub cache: Option<&'a mut Cache<B>>,
+    /// Real tokens per row of a right-padded group (`None`: all of them).
+    pub lens: Option<&'a [usize]>,
+}
+
 impl<B: Backend> CausalLm<B> {
     /// Builds the model, taking every tensor from `src`.
     pub fn from_source(
@@ -240,30 +251,63 @@ impl<B: Backend> CausalLm<B> {
     fn hidden_states_padded(
         &self,
         ids: Tensor<B, 2, Int>,
-        mut cache: Option<&mut Cache<B>>,
+        cache: Option<&mut Cache<B>>,
         lens: Option<&[usize]>,
     ) -> (Tensor<B, 3>, Vec<Tensor<B, 2>>) {
-        let t = ids.dims()[1];
-        let device = ids.device();
-        let starts = cache.as_ref().map_or(vec![0], |c| c.positions());
-        let gaps = cache.as_ref().and_then(|c| c.gaps.clone());
-        let rope = self.rope(&starts, t, &device).with_gaps(gaps);
-        let mut x = self.embed_tokens.forward(ids);
+        let (mut hidden, router_logits) =
+            self.hidden_states_of_groups(vec![Group { ids, cache, lens }]);
+        (hidden.pop().expect("one group"), router_logits)
+    }
+
+    /// One forward over several groups of rows, each continuing its own cache (a running batch's
+    /// next tokens and a piece of a waiting prompt): each group's mixer (attention or DeltaNet) runs
+    /// on its own tokens, and each feed-forward layer runs once over the tokens of all groups, so
+    /// that its weights — most of a MoE's — are read once. Returns each group's final-norm hidden
+    /// states and the router logits of all tokens.
+    pub fn hidden_states_of_groups(
+        &self,
+        mut groups: Vec<Group<'_, B>>,
+    ) -> (Vec<Tensor<B, 3>>, Vec<Tensor<B, 2>>) {
+        let lengths: Vec<usize> = groups.iter().map(|g| g.ids.dims()[1]).collect();
+        let ropes: Vec<RopeTables<B>> = groups
+            .iter()
+            .zip(&lengths)
+            .map(|(g, &t)| {
+                let starts = g.cache.as_ref().map_or(vec![0], |c| c.positions());
+                let gaps = g.cache.as_ref().and_then(|c| c.gaps.clone());
+                self.rope(&starts, t, &g.ids.device()).with_gaps(gaps)
+            })
+            .collect();
+        let mut xs: Vec<Tensor<B, 3>> = groups
+            .iter()
+            .map(|g| self.embed_tokens.forward(g.ids.clone()))
+            .collect();
         let mut router_logits = Vec::new();
         for (i, layer) in self.layers.iter().enumerate() {
-            let (y, r) = layer.forward(x, &rope, cache.as_mut().map(|c| &mut c.layers[i]), lens);
-            x = y;
+            let mixed = xs
+                .into_iter()
+                .zip(groups.iter_mut())
+                .zip(&ropes)
+                .map(|((x, g), rope)| {
+                    layer.mix(x, rope, g.cache.as_mut().map(|c| &mut c.layers[i]), g.lens)
+                })
+                .collect();
+            let (ys, r) = layer.feed_forward_together(mixed);
+            xs = ys;
             router_logits.extend(r);
         }
-        if let Some(c) = cache {
-            c.seq_len += t;
-            if let Some(rows) = &mut c.row_lens {
-                for (r, l) in rows.iter_mut().enumerate() {
-                    *l += lens.map_or(t, |lens| lens[r]);
+        for (g, t) in groups.into_iter().zip(lengths) {
+            if let Some(c) = g.cache {
+                c.seq_len += t;
+                if let Some(rows) = &mut c.row_lens {
+                    for (r, l) in rows.iter_mut().enumerate() {
+                        *l += g.lens.map_or(t, |lens| lens[r]);
+                    }
                 }
             }
         }
-        (self.norm.forward(x), router_logits)
+        let hidden = xs.into_iter().map(|x| self.norm.forward(x)).collect();
+        (hidden, router_logits)
     }
 
     /// `lm_head` (or the tied embedding) applied to `[B, T, H]`.

@@ -73,9 +73,9 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 32)]
     pub max_batch: usize,
     /// Prompt tokens prefilled per engine iteration while other sequences decode (chunked
-    /// prefill): smaller keeps their inter-token latency steadier while long prompts arrive,
-    /// larger admits new prompts sooner. Rounded to the model's 64-token chunks. 0 prefills each
-    /// new prompt in one piece.
+    /// prefill, run inside their decode step): smaller keeps their inter-token latency steadier
+    /// while long prompts arrive, larger admits new prompts sooner. 0 prefills each new prompt in
+    /// one piece.
     #[arg(long, default_value_t = crate::serve::engine::PREFILL_CHUNK)]
     pub prefill_chunk: usize,
     /// Decoding states of prompt prefixes kept for reuse (one per 256-token block of a prompt; each

@@ -80,7 +80,7 @@ pub struct Metrics {
 /// What the engine thread is doing, for `hat_engine_seconds_total{phase}`.
 #[derive(Clone, Copy)]
 pub enum Phase {
-    /// Prompt pieces prefilled ahead of admission while others decode (chunked prefill).
+    /// Decode steps that also prefilled a piece of a waiting prompt (chunked prefill).
     ChunkedPrefill,
     /// The admitted prompts' (rest of) prefill, batched.
     Prefill,

@@ -11,16 +11,13 @@ use anyhow::{anyhow, bail, ensure, Context, Result};
 use burn::prelude::Backend;
 
 use super::batch::RunningBatch;
-use super::engine::{Partial, Prefilled, SpecRound, StepModel};
+use super::engine::{Decoded, Partial, Piece, Prefilled, SpecRound, StepModel};
 use super::mtp::{self, SpecState};
 use super::prompt_logprobs::ModelScorer;
 use crate::model::generation::prefix_cache::{PrefixCache, ENTRIES};
 use crate::model::{Cache, CausalLm, WeightDtype};
 use crate::train::batch::bucket;
 
-/// Tokens of a DeltaNet chunk: a prompt prefilled in pieces that start on multiples of it goes
-/// through the same chunks as in one piece.
-const DELTA_CHUNK: usize = crate::model::layers::gated_deltanet::CHUNK;
 /// Padded tokens (rows × longest tail) per batched prefill forward. Bounds the activations that
 /// grow with the batch: attention scores (`rows × heads × 256-query block × keys`), the DeltaNet
 /// chunk matrices and the MoE buffers, so that a burst of long agent prompts is prefilled in a
@@ -157,6 +154,42 @@ impl<B: Backend> BurnModel<B> {
         self.model.check_tokens(&prompt[p.pos..], p.pos, 0)?;
         Ok(p)
     }
+
+    /// Where a decode step's prompt piece starts and ends: from `piece.partial` (or the prompt's
+    /// longest cached prefix) by up to its budget, never past the prompt's next prefix-cache stop
+    /// (stored after the step) nor its last token (left for the admission, which needs its logits).
+    fn plan_piece<'a>(&mut self, piece: Piece<'a, Cache<B>>) -> Result<PlannedPiece<'a, B>> {
+        let prompt = piece.prompt;
+        let partial = piece.partial.unwrap_or_else(|| self.cached_start(prompt));
+        let last = prompt.len().saturating_sub(1);
+        let next_stop = self
+            .prefixes
+            .stops(prompt, partial.pos, last)
+            .first()
+            .copied();
+        let to = (partial.pos + piece.budget).min(last);
+        let to = next_stop.map_or(to, |s| to.min(s));
+        // `to` may be where it starts (a cached prefix reaching the last token): nothing to run,
+        // and the prompt's rest now fits any budget.
+        let to = to.max(partial.pos);
+        self.model
+            .check_tokens(&prompt[partial.pos..to], partial.pos, 0)?;
+        Ok(PlannedPiece {
+            prompt,
+            partial,
+            to,
+            stores: next_stop == Some(to),
+        })
+    }
+}
+
+/// A prompt piece about to run inside a decode step: `prompt[partial.pos..to]`.
+struct PlannedPiece<'a, B: Backend> {
+    prompt: &'a [u32],
+    partial: Partial<Cache<B>>,
+    to: usize,
+    /// `to` is a prefix-cache stop: the state after the piece is stored.
+    stores: bool,
 }
 
 impl<B: Backend> StepModel for BurnModel<B> {
@@ -249,28 +282,6 @@ impl<B: Backend> StepModel for BurnModel<B> {
             .collect()
     }
 
-    /// Advances `partial` (or the prompt's longest cached prefix) by about `budget` tokens, in
-    /// whole DeltaNet chunks from the prompt's start (so that the chunks are those of a prefill in
-    /// one piece and the output does not change): down to a chunk boundary, but at least one chunk,
-    /// and never the prompt's last token. Prefix-cache blocks passed on the way are stored.
-    fn warm(
-        &mut self,
-        prompt: &[u32],
-        partial: Option<Partial<Cache<B>>>,
-        budget: usize,
-    ) -> Result<Option<Partial<Cache<B>>>> {
-        let mut p = partial.unwrap_or_else(|| self.cached_start(prompt));
-        let aligned = |n: usize| n / DELTA_CHUNK * DELTA_CHUNK;
-        let last = aligned(prompt.len().saturating_sub(1));
-        let to = aligned(p.pos + budget)
-            .max(aligned(p.pos) + DELTA_CHUNK)
-            .min(last);
-        if to > p.pos {
-            self.advance_to(prompt, &mut p, to)?;
-        }
-        Ok(Some(p))
-    }
-
     fn new_batch(&self) -> RunningBatch<B> {
         RunningBatch::default()
     }
@@ -283,18 +294,41 @@ impl<B: Backend> StepModel for BurnModel<B> {
         batch.keep(rows)
     }
 
-    fn decode(&self, tokens: &[u32], batch: &mut RunningBatch<B>) -> Result<Vec<Vec<f32>>> {
+    fn decode(
+        &mut self,
+        tokens: &[u32],
+        batch: &mut RunningBatch<B>,
+        piece: Option<Piece<'_, Cache<B>>>,
+    ) -> Result<Decoded<Cache<B>>> {
+        let mut planned = piece.map(|p| self.plan_piece(p));
         let cache = batch
             .cache
             .as_mut()
             .ok_or_else(|| anyhow!("no running sequences to decode"))?;
         let rows: Vec<Vec<u32>> = tokens.iter().map(|&t| vec![t]).collect();
-        let (logits, hidden) = self.model.extend_stacked(&rows, cache)?;
+        let beside = match &mut planned {
+            Some(Ok(p)) if p.to > p.partial.pos => {
+                Some((&p.prompt[p.partial.pos..p.to], &mut p.partial.state))
+            }
+            _ => None,
+        };
+        let (logits, hidden) = self.model.extend_stacked_beside(&rows, cache, beside)?;
         let [n, _, v] = logits.dims();
         // A lone sequence may speculate next: keep its hidden state (and drop a head whose
         // cache misses this step's slot).
         batch.spec = (self.mtp_drafts > 0 && n == 1).then(|| SpecState::new(hidden));
-        crate::model::generation::generate::rows_to_host(logits.reshape([n, v]))
+        let logits = crate::model::generation::generate::rows_to_host(logits.reshape([n, v]))?;
+        let piece = planned.map(|p| {
+            p.map(|mut p| {
+                p.partial.pos = p.to;
+                if p.stores {
+                    self.prefixes
+                        .insert(&p.prompt[..p.to], p.partial.state.clone());
+                }
+                p.partial
+            })
+        });
+        Ok(Decoded { logits, piece })
     }
 
     fn draft_tokens(&self) -> usize {
@@ -381,26 +415,69 @@ mod tests {
         assert!(max_abs_diff(&x[0], &y[0]) < 1e-4);
     }
 
-    /// Chunked prefill: warming a prompt in pieces of any budget (stored prefix blocks on the way),
-    /// then admitting it, gives the logits of prefilling it in one piece, with and without a
-    /// prefix cache; a later prompt sharing its prefix finds the blocks the pieces stored.
+    /// A running batch of one sequence, `prompt` prefilled.
+    fn running_batch(m: &mut M, prompt: &[u32]) -> RunningBatch<NdArray<f32>> {
+        let state = prefill_one(m, prompt).state;
+        let mut batch = m.new_batch();
+        m.join(&mut batch, vec![state]).unwrap();
+        batch
+    }
+
+    /// Chunked prefill: a prompt prefilled in pieces of any budget inside the decode steps of a
+    /// running sequence (prefix blocks stored on the way), then admitted, gives the logits of
+    /// prefilling it in one piece, with and without a prefix cache; the running sequence decodes
+    /// as it does alone; a later prompt sharing the prefix finds the blocks the pieces stored.
     #[test]
-    fn warming_in_pieces_equals_one_piece() {
+    fn pieces_inside_decode_steps_equal_one_piece() {
         let prompt: Vec<u32> = (0..700).map(|i| (i * 37 + 11) % 300).collect();
+        let running = tokens(20, 3);
         let whole = prefill_one(&mut tiny().with_prefix_cache(0), &prompt);
-        for (entries, budget) in [(8, 100), (0, 64), (8, 1), (0, 1000)] {
+        let decode_alone = |steps: usize| {
+            let mut m = tiny().with_prefix_cache(0);
+            let mut batch = running_batch(&mut m, &running);
+            (0..steps as u32)
+                .map(|i| m.decode(&[i % 300], &mut batch, None).unwrap().logits)
+                .collect::<Vec<_>>()
+        };
+        for (entries, budget) in [(8, 100), (0, 64), (8, 7), (0, 1000)] {
             let mut m = tiny().with_prefix_cache(entries);
+            let mut batch = running_batch(&mut m, &running);
             let mut partial = None;
             let mut positions = Vec::new();
-            for _ in 0..20 {
-                let p = m.warm(&prompt, partial.take(), budget).unwrap().unwrap();
+            let mut logits = Vec::new();
+            while positions.last() != Some(&699) {
+                let piece = Piece {
+                    prompt: &prompt,
+                    partial: partial.take(),
+                    budget,
+                };
+                let step = positions.len() as u32;
+                let d = m.decode(&[step % 300], &mut batch, Some(piece)).unwrap();
+                let p = d.piece.unwrap().unwrap();
                 positions.push(p.pos);
                 partial = Some(p);
+                logits.push(d.logits);
             }
-            // Whole 64-token chunks, at least one per call, never the last token.
-            assert!(positions.iter().all(|p| p % 64 == 0), "{positions:?}");
-            assert_eq!(*positions.last().unwrap(), 640, "{positions:?}");
-            assert!(positions[0] >= budget.min(640) / 64 * 64 && positions[0] >= 64);
+            // Never the last token; no further than the budget, and stopping at the prefix cache's
+            // stops (blocks 256 and 512, the last chunk boundary 640).
+            let mut from = 0;
+            for &p in &positions {
+                assert!(p > from && p - from <= budget, "{positions:?}");
+                from = p;
+            }
+            if entries > 0 {
+                assert!(
+                    [256, 512, 640].iter().all(|s| positions.contains(s)),
+                    "{positions:?}"
+                );
+            }
+            for (step, (x, y)) in logits.iter().zip(decode_alone(logits.len())).enumerate() {
+                let diff = max_abs_diff(&x[0], &y[0]);
+                assert!(
+                    diff < 1e-4,
+                    "budget {budget}: decode step {step} differs by {diff}"
+                );
+            }
             let pre = m
                 .prefill_batch(vec![(&prompt, partial)])
                 .pop()
@@ -412,12 +489,31 @@ mod tests {
                 assert_eq!(
                     m.prefixes.len(),
                     3,
-                    "blocks 256 and 512 and the last chunk boundary, 640, stored on the way"
+                    "blocks 256 and 512 and the last chunk boundary, 640, stored by the pieces"
                 );
                 let again = prefill_one(&mut m, &prompt[..600]);
                 assert_eq!(again.cached_tokens, 512);
             }
         }
+    }
+
+    /// A piece whose prompt cannot be prefilled fails alone: the step decodes the running
+    /// sequence as without it.
+    #[test]
+    fn a_bad_piece_fails_alone() {
+        let mut m = tiny();
+        let mut batch = running_batch(&mut m, &tokens(10, 1));
+        let bad: Vec<u32> = (0..50).map(|i| if i == 5 { 300 } else { i }).collect();
+        let piece = Piece {
+            prompt: &bad,
+            partial: None,
+            budget: 16,
+        };
+        let d = m.decode(&[1], &mut batch, Some(piece)).unwrap();
+        assert_eq!(d.logits.len(), 1);
+        let err = format!("{:#}", d.piece.unwrap().err().unwrap());
+        assert!(err.contains("outside the vocabulary"), "{err}");
+        assert_eq!(batch.cache.as_ref().unwrap().seq_len, 11);
     }
 
     /// An agent's next call (its prompt, the model's answer, a tool result) starts where the last

@@ -382,8 +382,7 @@ fn from_array<B: Backend, const D: usize>(array: ArcArray<f32, IxDyn>) -> Tensor
 }
 
 /// A product of at most this many rows reads its weight more than it computes (a decode step, an
-/// MoE expert's share of one): gemm runs it on one thread, at the bandwidth of one core. Up to this
-/// many rows the MoE block also runs on slices (`SparseMoe::forward_rows_cpu`).
+/// MoE expert's share of one): gemm runs it on one thread, at the bandwidth of one core.
 pub(in crate::model) const FEW_ROWS: usize = 8;
 /// Products of at least this many multiply-adds are split over the spinning helpers of
 /// [`spin_team`]; below it the product takes a few microseconds, about what starting them costs.

@@ -9,7 +9,7 @@ use super::speculative::{generate_speculative_until, SpecStats};
 use crate::chat::{ChatTemplate, RenderInput};
 use crate::model::host::ints;
 use crate::model::layers::gated_deltanet::CHUNK;
-use crate::model::{ids_tensor, Cache, CausalLm, WeightDtype};
+use crate::model::{ids_tensor, Cache, CausalLm, Group, WeightDtype};
 use anyhow::{anyhow, bail, Context, Result};
 use burn::prelude::*;
 use serde_json::Value as Json;
@@ -190,6 +190,19 @@ impl<B: Backend> CausalLm<B> {
         rows: &[Vec<u32>],
         batch: &mut Cache<B>,
     ) -> Result<(Tensor<B, 3>, Tensor<B, 3>)> {
+        self.extend_stacked_beside(rows, batch, None)
+    }
+
+    /// [`Self::extend_stacked`], and in the same forward `piece` feeds its tokens into its own cache
+    /// without logits: a waiting prompt prefilled beside the running batch's decode step, sharing
+    /// its feed-forward weight reads ([`Self::hidden_states_of_groups`]). The piece is checked
+    /// first, so a bad one fails the call before anything runs.
+    pub fn extend_stacked_beside(
+        &self,
+        rows: &[Vec<u32>],
+        batch: &mut Cache<B>,
+        piece: Option<(&[u32], &mut Cache<B>)>,
+    ) -> Result<(Tensor<B, 3>, Tensor<B, 3>)> {
         if rows.len() != batch.rows() {
             bail!(
                 "extend_stacked got {} token rows for a batch of {}",
@@ -201,8 +214,26 @@ impl<B: Backend> CausalLm<B> {
             self.check_tokens(row, pos, 0)
                 .with_context(|| format!("sequence {r}"))?;
         }
-        let ids = ids_tensor(rows, &self.device())?;
-        let (hidden, _) = self.hidden_states(ids, Some(batch));
+        let device = self.device();
+        let mut groups = vec![Group {
+            ids: ids_tensor(rows, &device)?,
+            cache: Some(batch),
+            lens: None,
+        }];
+        if let Some((tokens, cache)) = piece {
+            if tokens.is_empty() {
+                bail!("an empty prompt piece: give at least one token");
+            }
+            self.check_tokens(tokens, cache.seq_len, 0)
+                .context("the prompt piece")?;
+            groups.push(Group {
+                ids: ids_tensor(&[tokens.to_vec()], &device)?,
+                cache: Some(cache),
+                lens: None,
+            });
+        }
+        let (hidden, _) = self.hidden_states_of_groups(groups);
+        let hidden = hidden.into_iter().next().expect("the batch's group");
         Ok((self.lm_logits(hidden.clone()), hidden))
     }
 }

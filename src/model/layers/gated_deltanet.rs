@@ -25,6 +25,10 @@ use std::borrow::Cow;
 
 /// Chunk length of the chunked rule (HF pads the sequence to a multiple of it).
 pub const CHUNK: usize = 64;
+/// Up to this many new tokens a started layer on the CPU runs the recurrent rule token by token on
+/// slices ([`GatedDeltaNet::cpu_steps`]) instead of the chunked rule on tensors, whose few dozen
+/// tensor ops cost a 16-token piece more than its products.
+const STEPWISE_TOKENS: usize = 16;
 
 #[derive(Module, Debug)]
 pub struct GatedDeltaNet<B: Backend> {
@@ -179,12 +183,13 @@ impl<B: Backend> GatedDeltaNet<B> {
     ) -> Tensor<B, 3> {
         let [b, t, _] = x.dims();
         let state = match state {
-            // One token per row, or a few to check drafts with (whose per-token states are kept).
+            // A few tokens per row: a decode step, drafts to check (whose per-token states are
+            // kept), a piece of a prompt prefilled beside a decode step.
             Some(s)
                 if is_cpu::<B>()
                     && lens.is_none()
                     && s.is_started()
-                    && (t == 1 || s.token_states.is_some()) =>
+                    && (t <= STEPWISE_TOKENS || s.token_states.is_some()) =>
             {
                 return self.cpu_steps(x, s);
             }

@@ -6,7 +6,7 @@ use super::linear::Linear;
 use super::weight::Weight;
 use crate::model::cpu::backend::{
     cat, is_cpu, logistic, sigmoid, silu, silu_of, softmax_last, softmax_row, standard_values,
-    tensor, FEW_ROWS,
+    tensor,
 };
 use crate::model::host::{floats, ints};
 use crate::model::io::weights::{
@@ -116,6 +116,12 @@ fn swiglu(gate: &[f32], up: &[f32]) -> Vec<f32> {
     gate.iter().zip(up).map(|(&g, &u)| silu_of(g) * u).collect()
 }
 
+/// Tokens up to which the CPU backend runs the MoE block on slices ([`SparseMoe::forward_rows_cpu`]):
+/// decode steps, a decode step with a prompt piece beside it, short prompts. Each expert then gets
+/// a few rows, which its products run as fast on slices, without the tensor ops around them (a
+/// 32- or 64-token prefill of `small` 1.08–1.22× faster than the gather/scatter path, 2026-12-06).
+const SLICE_ROWS: usize = 64;
+
 #[derive(Module, Debug)]
 pub struct SparseMoe<B: Backend> {
     /// Router `mlp.gate`, `[H, E]`, no bias.
@@ -205,7 +211,7 @@ impl<B: Backend> SparseMoe<B> {
     /// `x: [N, H]` → (`[N, H]`, raw router logits `[N, E]`).
     pub fn forward(&self, x: Tensor<B, 2>) -> (Tensor<B, 2>, Tensor<B, 2>) {
         let [n, h] = x.dims();
-        if is_cpu::<B>() && n <= FEW_ROWS {
+        if is_cpu::<B>() && n <= SLICE_ROWS {
             return self.forward_rows_cpu(x);
         }
         let e = self.experts.len();
@@ -445,15 +451,22 @@ mod tests {
         t.into_data().convert::<f32>().to_vec().unwrap()
     }
 
-    /// A decode step's few rows on slices give burn's outputs and router logits: five rows (some
-    /// sharing an expert), with and without renormalised top-k weights and a shared expert.
+    /// Rows on slices give burn's outputs and router logits: a decode step's five rows (some
+    /// sharing an expert), 40 and the most the slice path takes, with and without renormalised
+    /// top-k weights and a shared expert.
     #[test]
-    fn few_rows_on_slices_equal_burns_ops() {
-        let x =
-            Tensor::<Cpu, 2>::random([5, 24], Distribution::Normal(0.0, 1.0), &Default::default());
-        let on_reference =
-            Tensor::<Reference, 2>::from_data(x.clone().into_data(), &Default::default());
-        for (norm, shared) in [(true, 20), (false, 0)] {
+    fn rows_on_slices_equal_burns_ops() {
+        for ((norm, shared), n) in [(true, 20), (false, 0)]
+            .into_iter()
+            .flat_map(|b| [5, 40, SLICE_ROWS].map(|n| (b, n)))
+        {
+            let x = Tensor::<Cpu, 2>::random(
+                [n, 24],
+                Distribution::Normal(0.0, 1.0),
+                &Default::default(),
+            );
+            let on_reference =
+                Tensor::<Reference, 2>::from_data(x.clone().into_data(), &Default::default());
             let (y, logits) = block::<Cpu>(norm, shared).forward(x.clone());
             let (y_ref, logits_ref) =
                 block::<Reference>(norm, shared).forward(on_reference.clone());
@@ -466,7 +479,7 @@ mod tests {
             assert!(diff(values(logits), values(logits_ref)) < 1e-5);
             assert!(
                 diff(values(y), values(y_ref)) < 1e-5,
-                "norm {norm}, shared {shared}"
+                "norm {norm}, shared {shared}, {n} rows"
             );
         }
     }
