@@ -301,8 +301,10 @@ fn collect(mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>) -> (String, usiz
     }
 }
 
-/// A long prompt that arrives while another request decodes is prefilled a chunk per iteration
-/// (through the prefix cache) and still gets the output it gets alone; so does the running one.
+/// A long prompt that arrives while another request decodes is prefilled a piece per decode step
+/// (inside it, through the prefix cache) and still gets the output it gets alone; so does the
+/// running one, which decodes long enough (100 steps) for the default chunk to carry ≥ 1,024 of
+/// the 1,100 prompt tokens.
 #[test]
 fn chunked_prefill_changes_no_output() {
     let tok = tokenizer();
@@ -319,7 +321,7 @@ fn chunked_prefill_changes_no_output() {
         )
         .unwrap()
     };
-    let (short_alone, _, _) = run_alone(model(), &tok, &short, SamplingParams::greedy(60));
+    let (short_alone, _, _) = run_alone(model(), &tok, &short, SamplingParams::greedy(100));
     let (long_alone, _, _) = run_alone(model(), &tok, &long, SamplingParams::greedy(8));
 
     let metrics = Arc::new(Metrics::default());
@@ -331,7 +333,7 @@ fn chunked_prefill_changes_no_output() {
     };
     let (handle, thread) = engine::spawn(model(), tok.clone(), config, metrics.clone());
     let greedy = |prompt: &[u32], n| submit(&handle, prompt, SamplingParams::greedy(n));
-    let mut running = greedy(&short, 60);
+    let mut running = greedy(&short, 100);
     // Wait for the short request's first token, so the long one arrives mid-decode.
     let mut text = String::new();
     let mut seen = 0;
