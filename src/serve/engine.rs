@@ -87,9 +87,9 @@ pub use crate::model::generation::speculative::Round as SpecRound;
 /// Default prompt tokens prefilled per engine iteration while sequences decode (`--prefill-chunk`):
 /// a piece of 16, run inside the decode step, costs about one decode step of 8 `small` sequences on
 /// 2 CPU cores, so that their inter-token gaps stay near twice their usual length while long prompts
-/// arrive (P95 1.5–3.1×, median ~2×, over 14 bench runs; 3.4–5.1× with 64). A larger chunk answers
-/// new prompts sooner while sequences run: prefill is compute-bound on a CPU, so the rate a prompt
-/// is prefilled at beside decoding grows with the piece.
+/// arrive (P95 1.5–3.9× the quiet one, median 1.95×, in the 2026-12-06 bench runs; 3.4–6.4× with
+/// 64). A larger chunk answers new prompts sooner while sequences run: prefill is compute-bound on a
+/// CPU, so the rate a prompt is prefilled at beside decoding grows with the piece.
 pub const PREFILL_CHUNK: usize = 16;
 
 /// A prompt prefilled part of the way ahead of its admission (chunked prefill): the decoding state
