@@ -303,8 +303,8 @@ fn collect(mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>) -> (String, usiz
 
 /// A long prompt that arrives while another request decodes is prefilled a piece per decode step
 /// (inside it, through the prefix cache) and still gets the output it gets alone; so does the
-/// running one, which decodes long enough (100 steps) for the default chunk to carry ≥ 1,024 of
-/// the 1,100 prompt tokens.
+/// running one, which decodes long enough (300 steps, however many it takes before the long one is
+/// picked up) for the default chunk to carry ≥ 1,024 of the 1,100 prompt tokens.
 #[test]
 fn chunked_prefill_changes_no_output() {
     let tok = tokenizer();
@@ -321,7 +321,7 @@ fn chunked_prefill_changes_no_output() {
         )
         .unwrap()
     };
-    let (short_alone, _, _) = run_alone(model(), &tok, &short, SamplingParams::greedy(100));
+    let (short_alone, _, _) = run_alone(model(), &tok, &short, SamplingParams::greedy(300));
     let (long_alone, _, _) = run_alone(model(), &tok, &long, SamplingParams::greedy(8));
 
     let metrics = Arc::new(Metrics::default());
@@ -333,7 +333,7 @@ fn chunked_prefill_changes_no_output() {
     };
     let (handle, thread) = engine::spawn(model(), tok.clone(), config, metrics.clone());
     let greedy = |prompt: &[u32], n| submit(&handle, prompt, SamplingParams::greedy(n));
-    let mut running = greedy(&short, 100);
+    let mut running = greedy(&short, 300);
     // Wait for the short request's first token, so the long one arrives mid-decode.
     let mut text = String::new();
     let mut seen = 0;
@@ -353,7 +353,11 @@ fn chunked_prefill_changes_no_output() {
     assert_eq!(text, short_alone);
     assert_eq!(long_text, long_alone);
     // The long prompt was prefilled in chunks between the running request's decode steps.
-    assert!(metrics.chunked_prompt_tokens.load(Relaxed) >= 1024);
+    let chunked = metrics.chunked_prompt_tokens.load(Relaxed);
+    assert!(
+        chunked >= 1024,
+        "{chunked} prompt tokens prefilled in pieces"
+    );
     drop(handle);
     thread.join().unwrap();
 }

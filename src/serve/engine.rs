@@ -105,16 +105,24 @@ pub struct Piece<'a, S> {
     pub prompt: &'a [u32],
     /// How far it is prefilled (`None`: not yet; the model starts from its longest cached prefix).
     pub partial: Option<Partial<S>>,
-    /// Prompt tokens to advance by, at most (the model stops sooner at a prefix-cache stop, and
-    /// always leaves the prompt's last token for its admission).
+    /// Prompt tokens to advance by, at most (the model stops sooner at a prefix-cache stop). The
+    /// prompt's last token is taken only with the whole rest, which ends its prefill.
     pub budget: usize,
 }
 
-/// What a decode step gives: each row's logits and, when it carried a piece, the piece's prompt
-/// advanced (`Err`: that prompt cannot be prefilled; the step ran without it).
+/// What a decode step gives: each row's logits and, when it carried a piece, how far the piece
+/// took its prompt (`Err`: that prompt cannot be prefilled; the step ran without it).
 pub struct Decoded<S> {
     pub logits: Vec<Vec<f32>>,
-    pub piece: Option<Result<Partial<S>>>,
+    pub piece: Option<Result<Advanced<S>>>,
+}
+
+/// How far a decode step's piece took its prompt.
+pub enum Advanced<S> {
+    /// Part of the way: the prompt waits for its next piece.
+    Partial(Partial<S>),
+    /// To its end, with the logits of its last token: the sequence starts.
+    Prefilled(Prefilled<S>),
 }
 
 /// A prefilled prompt: its state, the logits of its last position, and how many of its tokens
@@ -364,11 +372,11 @@ impl<M: StepModel> Engine<M> {
 
     /// Chunked prefill: while sequences decode, an iteration prefills at most
     /// [`EngineConfig::prefill_chunk`] prompt tokens, so that new prompts do not stall the running
-    /// sequences for their whole prefill. In arrival order, a prompt whose rest fits the budget is
-    /// admitted (prefilled with the iteration's other admissions); the first that does not fit
-    /// gets what is left of the budget as the piece that the decode step prefills beside the
-    /// running sequences ([`StepModel::decode`]), and the later ones wait. Returns the requests
-    /// to admit and the piece's request with its budget.
+    /// sequences for their whole prefill. The first waiting prompt is the piece that the decode
+    /// step prefills beside the running sequences ([`StepModel::decode`]; the step ends its prefill
+    /// when its rest fits); in arrival order, later prompts whose rest fits what is left of the
+    /// budget are admitted (prefilled together before the step), and the others wait. Returns the
+    /// requests to admit and the piece's request with its budget.
     fn ready(
         &mut self,
         incoming: Vec<GenRequest>,
@@ -383,12 +391,13 @@ impl<M: StepModel> Engine<M> {
         let mut ready = Vec::new();
         let mut piece = None;
         for w in waiting {
-            if w.left() <= budget {
+            if piece.is_none() {
+                let take = w.left().min(budget);
+                budget -= take;
+                piece = Some((w, take));
+            } else if w.left() <= budget {
                 budget -= w.left();
                 ready.push(w);
-            } else if budget > 0 && piece.is_none() {
-                piece = Some((w, budget));
-                budget = 0;
             } else {
                 self.warming.push_back(w);
             }
@@ -451,6 +460,12 @@ impl<M: StepModel> Engine<M> {
         let results = self
             .metrics
             .timed(Phase::Prefill, || self.model.prefill_batch(prompts));
+        self.start(reqs, results);
+    }
+
+    /// Starts the prefilled requests: emits each one's first token and joins its state to the
+    /// running batch; a request whose prefill failed is told why.
+    fn start(&mut self, reqs: Vec<GenRequest>, results: Vec<Result<Prefilled<M::State>>>) {
         let mut states = Vec::with_capacity(results.len());
         for (req, result) in reqs.into_iter().zip(results) {
             let Prefilled {
@@ -512,6 +527,8 @@ impl<M: StepModel> Engine<M> {
         let generated_before: usize = self.active.iter().map(|a| a.generated).sum();
         let carried = piece.is_some();
         let lone = self.active.len() == 1 && !carried;
+        // The piece's request, when the step ended its prefill.
+        let mut prefilled = None;
         // A round may have no drafts left to check (near max_tokens): it is then a plain step
         // that keeps the head's state in step.
         let k = self.speculation_budget();
@@ -544,7 +561,7 @@ impl<M: StepModel> Engine<M> {
             let decoded = self.model.decode(&tokens, &mut batch, piece);
             let decoded = decoded.map(|d| {
                 if let Some(w) = waiting.take() {
-                    self.piece_done(w, from, d.piece);
+                    prefilled = self.piece_done(w, from, d.piece);
                 }
                 d.logits
             });
@@ -580,33 +597,46 @@ impl<M: StepModel> Engine<M> {
             // A failed step leaves the states unusable: fail the batch, keep serving new requests.
             Err(e) => self.fail_all(&format!("decode failed: {e:#}")),
         }
+        if let Some((req, p)) = prefilled {
+            self.start(vec![req], vec![Ok(p)]);
+        }
     }
 
-    /// Puts a waiting prompt whose piece a decode step prefilled back at the head of the queue
-    /// with its new state (`from`: where the piece started, `None` at the prompt's start), or
+    /// After a decode step prefilled a piece of `w`'s prompt (`from`: where the piece started,
+    /// `None` at the prompt's start): puts the request back at the head of the queue with its new
+    /// state, or returns it with its prefill done (to start once the step's tokens are out), or
     /// tells its client why its prompt cannot be prefilled.
     fn piece_done(
         &mut self,
         mut w: Warming<M::State>,
         from: Option<usize>,
-        piece: Option<Result<Partial<M::State>>>,
-    ) {
+        piece: Option<Result<Advanced<M::State>>>,
+    ) -> Option<(GenRequest, Prefilled<M::State>)> {
+        let advanced = |pos: usize, cached: usize| (pos - from.unwrap_or(cached)) as u64;
         match piece {
-            Some(Ok(p)) => {
-                let advanced = p.pos - from.unwrap_or(p.cached_tokens);
-                self.metrics
-                    .chunked_prompt_tokens
-                    .fetch_add(advanced as u64, Relaxed);
+            Some(Ok(Advanced::Partial(p))) => {
+                let n = advanced(p.pos, p.cached_tokens);
+                self.metrics.chunked_prompt_tokens.fetch_add(n, Relaxed);
                 w.partial = Some(p);
                 self.warming.push_front(w);
+                None
+            }
+            Some(Ok(Advanced::Prefilled(p))) => {
+                let n = advanced(w.req.prompt.len(), p.cached_tokens);
+                self.metrics.chunked_prompt_tokens.fetch_add(n, Relaxed);
+                Some((w.req, p))
             }
             Some(Err(e)) => {
                 let _ = w
                     .req
                     .events
                     .send(Event::Error(format!("prefill failed: {e:#}")));
+                None
             }
-            None => self.warming.push_front(Warming::new(w.req)),
+            None => {
+                self.warming.push_front(Warming::new(w.req));
+                None
+            }
         }
     }
 

@@ -8,12 +8,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
-use burn::prelude::Backend;
+use burn::prelude::{Backend, Tensor};
 
 use super::batch::RunningBatch;
-use super::engine::{Decoded, Partial, Piece, Prefilled, SpecRound, StepModel};
+use super::engine::{Advanced, Decoded, Partial, Piece, Prefilled, SpecRound, StepModel};
 use super::mtp::{self, SpecState};
 use super::prompt_logprobs::ModelScorer;
+use crate::model::generation::generate::rows_to_host;
 use crate::model::generation::prefix_cache::{PrefixCache, ENTRIES};
 use crate::model::{Cache, CausalLm, WeightDtype};
 use crate::train::batch::bucket;
@@ -156,9 +157,14 @@ impl<B: Backend> BurnModel<B> {
     }
 
     /// Where a decode step's prompt piece starts and ends: from `piece.partial` (or the prompt's
-    /// longest cached prefix) by up to its budget, never past the prompt's next prefix-cache stop
-    /// (stored after the step) nor its last token (left for the admission, which needs its logits).
+    /// longest cached prefix) to the prompt's end when the rest fits the budget, else by the
+    /// budget but short of the last token (whose logits an admission needs); never past the
+    /// prompt's next prefix-cache stop (stored after the step).
     fn plan_piece<'a>(&mut self, piece: Piece<'a, Cache<B>>) -> Result<PlannedPiece<'a, B>> {
+        ensure!(
+            piece.budget > 0,
+            "a prompt piece needs a budget of at least one token"
+        );
         let prompt = piece.prompt;
         let partial = piece.partial.unwrap_or_else(|| self.cached_start(prompt));
         let last = prompt.len().saturating_sub(1);
@@ -167,11 +173,11 @@ impl<B: Backend> BurnModel<B> {
             .stops(prompt, partial.pos, last)
             .first()
             .copied();
-        let to = (partial.pos + piece.budget).min(last);
+        let to = match prompt.len() - partial.pos <= piece.budget {
+            true => prompt.len(),
+            false => (partial.pos + piece.budget).min(last),
+        };
         let to = next_stop.map_or(to, |s| to.min(s));
-        // `to` may be where it starts (a cached prefix reaching the last token): nothing to run,
-        // and the prompt's rest now fits any budget.
-        let to = to.max(partial.pos);
         self.model
             .check_tokens(&prompt[partial.pos..to], partial.pos, 0)?;
         Ok(PlannedPiece {
@@ -190,6 +196,24 @@ struct PlannedPiece<'a, B: Backend> {
     to: usize,
     /// `to` is a prefix-cache stop: the state after the piece is stored.
     stores: bool,
+}
+
+impl<B: Backend> PlannedPiece<'_, B> {
+    /// What the step made of the prompt, given the piece's final hidden states.
+    fn advanced(mut self, hidden: Tensor<B, 3>, model: &CausalLm<B>) -> Result<Advanced<Cache<B>>> {
+        self.partial.pos = self.to;
+        if self.to < self.prompt.len() {
+            return Ok(Advanced::Partial(self.partial));
+        }
+        let t = hidden.dims()[1];
+        let logits = model.lm_logits(hidden.narrow(1, t - 1, 1));
+        let logits = rows_to_host(logits.reshape([1, model.config.vocab_size]))?;
+        Ok(Advanced::Prefilled(Prefilled {
+            state: self.partial.state,
+            logits: logits.into_iter().next().unwrap_or_default(),
+            cached_tokens: self.partial.cached_tokens,
+        }))
+    }
 }
 
 impl<B: Backend> StepModel for BurnModel<B> {
@@ -307,26 +331,25 @@ impl<B: Backend> StepModel for BurnModel<B> {
             .ok_or_else(|| anyhow!("no running sequences to decode"))?;
         let rows: Vec<Vec<u32>> = tokens.iter().map(|&t| vec![t]).collect();
         let beside = match &mut planned {
-            Some(Ok(p)) if p.to > p.partial.pos => {
-                Some((&p.prompt[p.partial.pos..p.to], &mut p.partial.state))
-            }
+            Some(Ok(p)) => Some((&p.prompt[p.partial.pos..p.to], &mut p.partial.state)),
             _ => None,
         };
-        let (logits, hidden) = self.model.extend_stacked_beside(&rows, cache, beside)?;
+        let (logits, hidden, piece_hidden) =
+            self.model.extend_stacked_beside(&rows, cache, beside)?;
         let [n, _, v] = logits.dims();
         // A lone sequence may speculate next: keep its hidden state (and drop a head whose
         // cache misses this step's slot).
         batch.spec = (self.mtp_drafts > 0 && n == 1).then(|| SpecState::new(hidden));
-        let logits = crate::model::generation::generate::rows_to_host(logits.reshape([n, v]))?;
+        let logits = rows_to_host(logits.reshape([n, v]))?;
         let piece = planned.map(|p| {
-            p.map(|mut p| {
-                p.partial.pos = p.to;
-                if p.stores {
-                    self.prefixes
-                        .insert(&p.prompt[..p.to], p.partial.state.clone());
-                }
-                p.partial
-            })
+            let p = p?;
+            if p.stores {
+                self.prefixes
+                    .insert(&p.prompt[..p.to], p.partial.state.clone());
+            }
+            let hidden =
+                piece_hidden.ok_or_else(|| anyhow!("the piece's forward gave no states"))?;
+            p.advanced(hidden, &self.model)
         });
         Ok(Decoded { logits, piece })
     }
@@ -424,9 +447,10 @@ mod tests {
     }
 
     /// Chunked prefill: a prompt prefilled in pieces of any budget inside the decode steps of a
-    /// running sequence (prefix blocks stored on the way), then admitted, gives the logits of
-    /// prefilling it in one piece, with and without a prefix cache; the running sequence decodes
-    /// as it does alone; a later prompt sharing the prefix finds the blocks the pieces stored.
+    /// running sequence (prefix blocks stored on the way), the last piece ending its prefill, gives
+    /// the logits of prefilling it in one piece, with and without a prefix cache; the running
+    /// sequence decodes as it does alone; a later prompt sharing the prefix finds the blocks the
+    /// pieces stored.
     #[test]
     fn pieces_inside_decode_steps_equal_one_piece() {
         let prompt: Vec<u32> = (0..700).map(|i| (i * 37 + 11) % 300).collect();
@@ -445,21 +469,28 @@ mod tests {
             let mut partial = None;
             let mut positions = Vec::new();
             let mut logits = Vec::new();
-            while positions.last() != Some(&699) {
+            let prefilled = loop {
                 let piece = Piece {
                     prompt: &prompt,
                     partial: partial.take(),
                     budget,
                 };
-                let step = positions.len() as u32;
+                let step = logits.len() as u32;
                 let d = m.decode(&[step % 300], &mut batch, Some(piece)).unwrap();
-                let p = d.piece.unwrap().unwrap();
-                positions.push(p.pos);
-                partial = Some(p);
                 logits.push(d.logits);
-            }
-            // Never the last token; no further than the budget, and stopping at the prefix cache's
-            // stops (blocks 256 and 512, the last chunk boundary 640).
+                match d.piece.unwrap().unwrap() {
+                    Advanced::Partial(p) => {
+                        positions.push(p.pos);
+                        partial = Some(p);
+                    }
+                    Advanced::Prefilled(p) => {
+                        positions.push(prompt.len());
+                        break p;
+                    }
+                }
+            };
+            // No further than the budget (the last piece takes the whole rest), stopping
+            // at the prefix cache's stops (blocks 256 and 512, the last chunk boundary 640).
             let mut from = 0;
             for &p in &positions {
                 assert!(p > from && p - from <= budget, "{positions:?}");
@@ -478,13 +509,9 @@ mod tests {
                     "budget {budget}: decode step {step} differs by {diff}"
                 );
             }
-            let pre = m
-                .prefill_batch(vec![(&prompt, partial)])
-                .pop()
-                .unwrap()
-                .unwrap();
-            let diff = max_abs_diff(&pre.logits, &whole.logits);
+            let diff = max_abs_diff(&prefilled.logits, &whole.logits);
             assert!(diff < 1e-4, "entries {entries}, budget {budget}: {diff}");
+            assert_eq!(prefilled.state.seq_len, prompt.len());
             if entries > 0 {
                 assert_eq!(
                     m.prefixes.len(),

@@ -190,19 +190,21 @@ impl<B: Backend> CausalLm<B> {
         rows: &[Vec<u32>],
         batch: &mut Cache<B>,
     ) -> Result<(Tensor<B, 3>, Tensor<B, 3>)> {
-        self.extend_stacked_beside(rows, batch, None)
+        let (logits, hidden, _) = self.extend_stacked_beside(rows, batch, None)?;
+        Ok((logits, hidden))
     }
 
-    /// [`Self::extend_stacked`], and in the same forward `piece` feeds its tokens into its own cache
-    /// without logits: a waiting prompt prefilled beside the running batch's decode step, sharing
-    /// its feed-forward weight reads ([`Self::hidden_states_of_groups`]). The piece is checked
-    /// first, so a bad one fails the call before anything runs.
+    /// [`Self::extend_stacked`], and in the same forward `piece` feeds its tokens into its own cache:
+    /// a waiting prompt prefilled beside the running batch's decode step, sharing its feed-forward
+    /// weight reads ([`Self::hidden_states_of_groups`]). Also returns the piece's final hidden
+    /// states `[1, T, H]` (no logits: the caller takes the LM head where it needs it). The piece is
+    /// checked first, so a bad one fails the call before anything runs.
     pub fn extend_stacked_beside(
         &self,
         rows: &[Vec<u32>],
         batch: &mut Cache<B>,
         piece: Option<(&[u32], &mut Cache<B>)>,
-    ) -> Result<(Tensor<B, 3>, Tensor<B, 3>)> {
+    ) -> Result<(Tensor<B, 3>, Tensor<B, 3>, Option<Tensor<B, 3>>)> {
         if rows.len() != batch.rows() {
             bail!(
                 "extend_stacked got {} token rows for a batch of {}",
@@ -233,8 +235,13 @@ impl<B: Backend> CausalLm<B> {
             });
         }
         let (hidden, _) = self.hidden_states_of_groups(groups);
-        let hidden = hidden.into_iter().next().expect("the batch's group");
-        Ok((self.lm_logits(hidden.clone()), hidden))
+        let mut hidden = hidden.into_iter();
+        let batch_hidden = hidden.next().expect("the batch's group");
+        Ok((
+            self.lm_logits(batch_hidden.clone()),
+            batch_hidden,
+            hidden.next(),
+        ))
     }
 }
 
