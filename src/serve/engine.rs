@@ -496,8 +496,12 @@ impl<M: StepModel> Engine<M> {
                 finished: None,
             };
             self.emit(&mut seq, &logits);
-            self.active.push(seq);
-            states.push(state);
+            // Done with its first token (one requested, or a stop): nothing to decode, so its
+            // state does not join the batch (joining a long prompt's cache pads every row's).
+            if seq.finished.is_none() {
+                self.active.push(seq);
+                states.push(state);
+            }
         }
         let batch = self.batch.as_mut().expect("made when the engine starts");
         let joined = self
