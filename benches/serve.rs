@@ -3,9 +3,9 @@
 //! generates exactly its max_tokens (no end-of-turn token is set), so tokens/s compare across
 //! concurrency; the wall clock includes each request's (short) prefill. Goal: ≥4× the single-request
 //! rate at 32. Then inter-token latency: 8 requests decoding alone, and again while long prompts
-//! (1,000 tokens) arrive, in alternated rounds; with chunked prefill (`--prefill-chunk`, default
-//! 16) the P95 gap should stay within 2× of the first. Chunks of 64 tokens and 0 (none) are
-//! measured beside it.
+//! (1,000 tokens) arrive, in alternated rounds: with the default chunked prefill (pieces of
+//! `--prefill-chunk` 256 tokens), with pieces sized to `--max-itl-stretch 1.75` (the P95 gap should
+//! then stay within 2× of the first), and without chunking.
 //! Run: `cargo bench --bench serve`; `HAT_BENCH_SHAPES` (default `tiny,small`) picks the presets,
 //! `HAT_BENCH_DTYPE` (default `f32`; `bf16`, `int8`) the weights' storage, as `serve --dtype`, and
 //! `HAT_BENCH_GAPS=0` skips the inter-token latency part.
@@ -62,7 +62,7 @@ fn main() {
         if !shapes.split(',').any(|s| s.trim() == preset) {
             continue;
         }
-        let spawn = |prefill_chunk: usize| {
+        let spawn = |prefill_chunk: usize, max_itl_stretch: f64| {
             let model = BurnModel::<NdArray<f32>>::random(
                 preset,
                 tok.get_vocab_size(true),
@@ -76,10 +76,11 @@ fn main() {
                 max_batch: 32,
                 max_context: 4096,
                 prefill_chunk,
+                max_itl_stretch,
             };
             engine::spawn(model, tok.clone(), config, Arc::new(Metrics::default()))
         };
-        let (handle, thread) = spawn(engine::PREFILL_CHUNK);
+        let (handle, thread) = spawn(engine::PREFILL_CHUNK, engine::MAX_ITL_STRETCH);
         // Aggregate rate over the whole run (prefills included), and over its decoding phase
         // alone: from the moment the last request got its first token (every prompt prefilled)
         // until the end, the tokens after each request's first.
@@ -139,10 +140,15 @@ fn main() {
         }
         drop(handle);
         thread.join().expect("engine thread");
-        // Inter-token latency with the default chunk, and with a larger chunk or without chunking
-        // for comparison.
-        for chunk in [engine::PREFILL_CHUNK, 64, 0].into_iter().filter(|_| gaps) {
-            let (handle, thread) = spawn(chunk);
+        // Inter-token latency with the default pieces, with pieces sized to a stretch target, and
+        // without chunking.
+        let settings = [
+            (engine::PREFILL_CHUNK, engine::MAX_ITL_STRETCH),
+            (engine::PREFILL_CHUNK, ITL_STRETCH),
+            (0, 0.0),
+        ];
+        for (chunk, stretch) in settings.into_iter().filter(|_| gaps) {
+            let (handle, thread) = spawn(chunk, stretch);
             // A warm-up, then alternated rounds, each ratio within its round: the machine's speed
             // drifts more between runs than a chunk size changes the gaps.
             inter_token_gaps(&handle, &prompt, &[], max_tokens.max(32));
@@ -168,7 +174,8 @@ fn main() {
             let (max_lo, max_hi) = range(&|(_, b)| b.max * 1e3);
             let (answered_lo, answered_hi) = range(&|(_, b)| b.answered);
             println!(
-                "serve/{preset}: --prefill-chunk {chunk:>3}: inter-token gaps of 8 decoding \
+                "serve/{preset}: --prefill-chunk {chunk:>3} --max-itl-stretch {stretch:.2}: \
+                 inter-token gaps of 8 decoding \
                  ({GAP_ROUNDS} alternated rounds), P95 {quiet_lo:.1}–{quiet_hi:.1} ms alone, \
                  {busy_lo:.1}–{busy_hi:.1} ms while 4 prompts of {} tokens arrive \
                  ({ratio_lo:.2}–{ratio_hi:.2}x); longest with arrivals {max_lo:.0}–{max_hi:.0} \
@@ -183,6 +190,10 @@ fn main() {
 
 /// Rounds of the inter-token measurement, each a run alone and a run with arrivals.
 const GAP_ROUNDS: usize = 3;
+
+/// `--max-itl-stretch` of the measurement with pieces sized to a target (issue 26's goal: P95 within
+/// 2× of the quiet one; the margin is for the machine's noise).
+const ITL_STRETCH: f64 = 1.75;
 
 /// Submits one greedy request (`seed` for its sampler) and returns its event stream.
 fn submit_greedy(

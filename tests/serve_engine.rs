@@ -196,6 +196,7 @@ fn run_alone(
         max_batch: 4,
         max_context: 4096,
         prefill_chunk: engine::PREFILL_CHUNK,
+        max_itl_stretch: engine::MAX_ITL_STRETCH,
     };
     let (handle, thread) = engine::spawn(model, tok.clone(), config, metrics.clone());
     let mut rx = submit(&handle, prompt, params);
@@ -304,7 +305,7 @@ fn collect(mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>) -> (String, usiz
 /// A long prompt that arrives while another request decodes is prefilled a piece per decode step
 /// (inside it, through the prefix cache) and still gets the output it gets alone; so does the
 /// running one, which decodes long enough (300 steps, however many it takes before the long one is
-/// picked up) for the default chunk to carry ≥ 1,024 of the 1,100 prompt tokens.
+/// picked up) for 16-token pieces to carry ≥ 1,024 of the 1,100 prompt tokens.
 #[test]
 fn chunked_prefill_changes_no_output() {
     let tok = tokenizer();
@@ -325,11 +326,13 @@ fn chunked_prefill_changes_no_output() {
     let (long_alone, _, _) = run_alone(model(), &tok, &long, SamplingParams::greedy(8));
 
     let metrics = Arc::new(Metrics::default());
+    // Fixed 16-token pieces (no stretch target), whatever the machine's speed.
     let config = EngineConfig {
         queue_capacity: 4,
         max_batch: 4,
         max_context: 4096,
-        prefill_chunk: engine::PREFILL_CHUNK,
+        prefill_chunk: 16,
+        max_itl_stretch: 0.0,
     };
     let (handle, thread) = engine::spawn(model(), tok.clone(), config, metrics.clone());
     let greedy = |prompt: &[u32], n| submit(&handle, prompt, SamplingParams::greedy(n));
@@ -389,6 +392,7 @@ fn a_weight_update_waits_for_running_sequences() {
         max_batch: 4,
         max_context: 4096,
         prefill_chunk: engine::PREFILL_CHUNK,
+        max_itl_stretch: engine::MAX_ITL_STRETCH,
     };
     let (handle, thread) = engine::spawn(model(3), tok.clone(), config, metrics.clone());
     let failed = handle.load_weights("/no/such/checkpoint".into()).unwrap();

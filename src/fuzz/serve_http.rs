@@ -266,6 +266,7 @@ fn server() -> SocketAddr {
                     max_batch: 4,
                     max_context: 128,
                     prefill_chunk: crate::serve::engine::PREFILL_CHUNK,
+                    max_itl_stretch: crate::serve::engine::MAX_ITL_STRETCH,
                 },
             };
             let (app, _engine) = build_app(model, tok, template, &options, None);

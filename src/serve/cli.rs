@@ -72,12 +72,18 @@ pub struct ServeArgs {
     /// Sequences decoded together at most.
     #[arg(long, default_value_t = 32)]
     pub max_batch: usize,
-    /// Prompt tokens prefilled per engine iteration while other sequences decode (chunked
-    /// prefill, run inside their decode step): smaller keeps their inter-token latency steadier
-    /// while long prompts arrive, larger admits new prompts sooner. 0 prefills each new prompt in
-    /// one piece.
+    /// Most prompt tokens prefilled per engine iteration while other sequences decode (chunked
+    /// prefill, run inside their decode step; pieces are sized by --max-itl-stretch). 0
+    /// prefills each new prompt in one piece, however long the running sequences then wait.
     #[arg(long, default_value_t = crate::serve::engine::PREFILL_CHUNK)]
     pub prefill_chunk: usize,
+    /// Size chunked prefill's pieces so that a decode step carrying prompt tokens takes at most
+    /// this times a step without (the engine measures both as it runs), e.g. 1.75 for chat whose
+    /// streams should stay steady while long prompts arrive. Arriving prompts are then prefilled
+    /// slower while sequences run (agent turns' end-to-end latency doubled in our replay). 0: every
+    /// piece is --prefill-chunk tokens.
+    #[arg(long, default_value_t = crate::serve::engine::MAX_ITL_STRETCH, value_parser = itl_stretch)]
+    pub max_itl_stretch: f64,
     /// Decoding states of prompt prefixes kept for reuse (one per 256-token block of a prompt; each
     /// holds the KV cache up to its block). 0 disables prefix caching.
     #[arg(long, default_value_t = crate::model::generation::prefix_cache::ENTRIES)]
@@ -118,6 +124,17 @@ pub struct ServeArgs {
     /// --api-key when one is set; it reads any directory this process can.
     #[arg(long)]
     pub enable_weight_updates: bool,
+}
+
+/// `--max-itl-stretch`: 0, or a finite factor above 1.
+fn itl_stretch(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v == 0.0 || (v.is_finite() && v > 1.0) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a stretch: give a factor above 1 (1.75: a step that prefills prompt \
+             tokens takes at most 1.75x one that does not), or 0 for pieces of --prefill-chunk tokens"
+        )),
+    }
 }
 
 pub fn main() -> ExitCode {
@@ -181,6 +198,7 @@ fn run(args: ServeArgs) -> Result<()> {
             max_batch: args.max_batch.max(1),
             max_context,
             prefill_chunk: args.prefill_chunk,
+            max_itl_stretch: args.max_itl_stretch,
         },
     };
     let agent = match &args.harness {

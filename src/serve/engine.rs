@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use tokenizers::Tokenizer;
@@ -21,6 +21,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::detok::Detokenizer;
 use super::guide::{Guide, TokenTable};
 use super::metrics::{Metrics, Phase};
+use super::piece_budget::PieceBudget;
 use crate::model::generation::cache::fill_holes;
 use crate::model::generation::sampling::{Sampled, Sampler, SamplingParams};
 
@@ -85,13 +86,19 @@ pub trait StepModel: Send + 'static {
 
 pub use crate::model::generation::speculative::Round as SpecRound;
 
-/// Default prompt tokens prefilled per engine iteration while sequences decode (`--prefill-chunk`):
-/// a piece of 16, run inside the decode step, costs about one decode step of 8 `small` sequences on
-/// 2 CPU cores, so that their inter-token gaps stay near twice their usual length while long prompts
-/// arrive (P95 1.5–3.9× the quiet one, median 1.95×, in the 2026-12-06 bench runs; 3.4–6.4× with
-/// 64). A larger chunk answers new prompts sooner while sequences run: prefill is compute-bound on a
-/// CPU, so the rate a prompt is prefilled at beside decoding grows with the piece.
-pub const PREFILL_CHUNK: usize = 16;
+/// Default (most) prompt tokens an engine iteration prefills while sequences decode
+/// (`--prefill-chunk`): one prefix-cache block, so that a long prompt stalls the running sequences
+/// for a bounded time (~0.1–0.2 s of `small` on 2 CPU cores) instead of its whole prefill. Smaller
+/// pieces cost more per token (each reads the step's weights for few tokens): the agent replay of
+/// `small` (script mode, int8, 1 request/s) reads e2e P50 3.3 s with 256, 7.4 s with 16 (2026-12-07).
+pub const PREFILL_CHUNK: usize = 256;
+
+/// Default of `--max-itl-stretch`: off, pieces of [`PREFILL_CHUNK`] tokens. Interactive chat that
+/// wants the running sequences' inter-token latency steady while long prompts arrive sets a target,
+/// e.g. 1.75 (a step carrying prompt tokens at most 1.75× one without: P95 within 2× of the quiet
+/// one in `cargo bench --bench serve`), and pays with slower prefill of the arriving prompts
+/// whenever sequences are running (see [`PieceBudget`]).
+pub const MAX_ITL_STRETCH: f64 = 0.0;
 
 /// How long an idle engine, woken by a request, keeps listening for more before it starts: a
 /// burst of clients lands over a few hundred microseconds, and a prompt that misses the first
@@ -195,9 +202,12 @@ pub struct EngineConfig {
     pub max_batch: usize,
     /// Prompt + generated tokens per sequence.
     pub max_context: usize,
-    /// Prompt tokens prefilled per iteration while sequences decode (chunked prefill; 0: a new
-    /// prompt is prefilled in one piece, however long the running sequences then wait).
+    /// Most prompt tokens prefilled per iteration while sequences decode (chunked prefill; 0: a
+    /// new prompt is prefilled in one piece, however long the running sequences then wait).
     pub prefill_chunk: usize,
+    /// Pieces are sized so that a step carrying one takes at most this × a step without (0:
+    /// every piece is `prefill_chunk` tokens).
+    pub max_itl_stretch: f64,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -284,6 +294,7 @@ pub fn spawn<M: StepModel>(
                 active: Vec::new(),
                 batch: None,
                 warming: VecDeque::new(),
+                budget: PieceBudget::new(config.prefill_chunk, config.max_itl_stretch),
             }
             .run(rx)
         })
@@ -313,6 +324,8 @@ struct Engine<M: StepModel> {
     batch: Option<M::Batch>,
     /// Long prompts being prefilled a chunk per iteration (see [`Engine::ready`]).
     warming: VecDeque<Warming<M::State>>,
+    /// How many prompt tokens an iteration may prefill beside running sequences.
+    budget: PieceBudget,
 }
 
 /// A request waiting for admission and how far its prompt is prefilled.
@@ -369,11 +382,20 @@ impl<M: StepModel> Engine<M> {
                 }
             }
             let (admitted, piece) = self.ready(incoming);
+            // An iteration that prefills beside running sequences is timed whole (admissions,
+            // step and departures), since all of it delays their next token.
+            let beside = !self.active.is_empty();
+            let started = Instant::now();
+            let admitted_tokens: usize = admitted.iter().map(Warming::left).sum();
             self.admit(admitted);
             self.retire();
             if !self.active.is_empty() {
-                self.step(piece);
+                let piece_tokens = self.step(piece);
                 self.retire();
+                if let (true, Some(piece_tokens)) = (beside, piece_tokens) {
+                    let seconds = started.elapsed().as_secs_f64();
+                    self.budget.record(seconds, admitted_tokens + piece_tokens);
+                }
             } else if let Some((w, _)) = piece {
                 self.warming.push_front(w); // prefilled in one piece next time round
             }
@@ -393,7 +415,8 @@ impl<M: StepModel> Engine<M> {
     ) -> (Vec<Warming<M::State>>, Option<(Warming<M::State>, usize)>) {
         let mut waiting = std::mem::take(&mut self.warming);
         waiting.extend(incoming.into_iter().map(Warming::new));
-        let chunk = self.config.prefill_chunk;
+        let chunk = self.budget.tokens();
+        self.metrics.prefill_budget.store(chunk as u64, Relaxed);
         if self.active.is_empty() || chunk == 0 {
             return (waiting.into(), None); // nothing to stall (or no chunking): prefill in one piece
         }
@@ -532,17 +555,19 @@ impl<M: StepModel> Engine<M> {
 
     /// One batched decode step over all unfinished sequences (with a waiting prompt's piece
     /// beside them, see [`Self::ready`]), or a speculative round when one sequence runs alone,
-    /// nothing waits, and the model drafts.
-    fn step(&mut self, piece: Option<(Warming<M::State>, usize)>) {
+    /// nothing waits, and the model drafts. Returns the prompt tokens the step prefilled beside
+    /// its sequences; `None` for a speculative round, which is no measure of a decode step.
+    fn step(&mut self, piece: Option<(Warming<M::State>, usize)>) -> Option<usize> {
         let mut batch = self.batch.take().expect("made when the engine starts");
         self.metrics.set_running(self.active.len());
         self.metrics.decode_steps.fetch_add(1, Relaxed);
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let generated_before: usize = self.active.iter().map(|a| a.generated).sum();
         let carried = piece.is_some();
         let lone = self.active.len() == 1 && !carried;
-        // The piece's request, when the step ended its prefill.
+        // The piece's request, when the step ended its prefill, and how far the piece went.
         let mut prefilled = None;
+        let mut piece_tokens = 0;
         // A round may have no drafts left to check (near max_tokens): it is then a plain step
         // that keeps the head's state in step.
         let k = self.speculation_budget();
@@ -575,7 +600,7 @@ impl<M: StepModel> Engine<M> {
             let decoded = self.model.decode(&tokens, &mut batch, piece);
             let decoded = decoded.map(|d| {
                 if let Some(w) = waiting.take() {
-                    prefilled = self.piece_done(w, from, d.piece);
+                    (prefilled, piece_tokens) = self.piece_done(w, from, d.piece);
                 }
                 d.logits
             });
@@ -598,6 +623,10 @@ impl<M: StepModel> Engine<M> {
             false => Phase::Decode,
         };
         self.metrics.record_phase(phase, started.elapsed());
+        let measure = match outcome {
+            Ok(true) => None,
+            _ => Some(piece_tokens),
+        };
         match outcome {
             Ok(speculated) if lone => {
                 let generated: usize = self.active.iter().map(|a| a.generated).sum();
@@ -614,44 +643,48 @@ impl<M: StepModel> Engine<M> {
         if let Some((req, p)) = prefilled {
             self.start(vec![req], vec![Ok(p)]);
         }
+        measure
     }
 
     /// After a decode step prefilled a piece of `w`'s prompt (`from`: where the piece started,
     /// `None` at the prompt's start): puts the request back at the head of the queue with its new
     /// state, or returns it with its prefill done (to start once the step's tokens are out), or
-    /// tells its client why its prompt cannot be prefilled.
+    /// tells its client why its prompt cannot be prefilled. Also returns the tokens the piece
+    /// prefilled.
     fn piece_done(
         &mut self,
         mut w: Warming<M::State>,
         from: Option<usize>,
         piece: Option<Result<Advanced<M::State>>>,
-    ) -> Option<(GenRequest, Prefilled<M::State>)> {
-        let advanced = |pos: usize, cached: usize| (pos - from.unwrap_or(cached)) as u64;
-        match piece {
+    ) -> (Option<(GenRequest, Prefilled<M::State>)>, usize) {
+        let advanced = |pos: usize, cached: usize| pos - from.unwrap_or(cached);
+        let (done, n) = match piece {
             Some(Ok(Advanced::Partial(p))) => {
                 let n = advanced(p.pos, p.cached_tokens);
-                self.metrics.chunked_prompt_tokens.fetch_add(n, Relaxed);
                 w.partial = Some(p);
                 self.warming.push_front(w);
-                None
+                (None, n)
             }
             Some(Ok(Advanced::Prefilled(p))) => {
                 let n = advanced(w.req.prompt.len(), p.cached_tokens);
-                self.metrics.chunked_prompt_tokens.fetch_add(n, Relaxed);
-                Some((w.req, p))
+                (Some((w.req, p)), n)
             }
             Some(Err(e)) => {
                 let _ = w
                     .req
                     .events
                     .send(Event::Error(format!("prefill failed: {e:#}")));
-                None
+                (None, 0)
             }
             None => {
                 self.warming.push_front(Warming::new(w.req));
-                None
+                (None, 0)
             }
-        }
+        };
+        self.metrics
+            .chunked_prompt_tokens
+            .fetch_add(n as u64, Relaxed);
+        (done, n)
     }
 
     /// Drafts the lone sequence may take this round: the model's number, but never so many that

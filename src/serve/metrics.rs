@@ -62,6 +62,8 @@ pub struct Metrics {
     pub running: AtomicU64,
     /// The largest batch any decode step has run (shows that batching happens).
     pub max_running: AtomicU64,
+    /// Prompt tokens the next iteration may prefill beside running sequences (chunked prefill).
+    pub prefill_budget: AtomicU64,
     pub decode_steps: AtomicU64,
     /// MTP speculation (`serve --mtp`): rounds, drafted and accepted tokens.
     pub spec_rounds: AtomicU64,
@@ -252,6 +254,12 @@ impl Metrics {
                 "gauge",
                 "Largest decode batch so far.",
                 &self.max_running,
+            ),
+            (
+                "hat_prefill_budget_tokens",
+                "gauge",
+                "Prompt tokens an engine iteration may prefill beside running sequences, sized to --max-itl-stretch.",
+                &self.prefill_budget,
             ),
             (
                 "hat_decode_steps_total",

@@ -2,7 +2,7 @@
 //! mode (the complete harness-driven host behind `POST /v1/agent`).
 //!
 //! Layout: [`engine`] (the batching loop that owns the model) · [`model`] (the burn model as an engine
-//! step) · [`detok`] (text deltas and stop strings) · [`guide`] (schema-guided forced tool calls) ·
+//! step) · [`piece_budget`] (chunked prefill's tokens per step) · [`detok`] (text deltas and stop strings) · [`guide`] (schema-guided forced tool calls) ·
 //! [`protocol`] (request parsing) · [`chat`] and [`stream`] (the chat endpoint and its SSE chunks) ·
 //! [`completions`] (legacy completions with vLLM's `prompt_logprobs`, scored by [`prompt_logprobs`]) ·
 //! [`agent`] · [`weights`] (loading new weights while serving) · [`server`] (routes, limits, shutdown) · [`auth`] (the API key check) · [`metrics`] · [`error`] · [`cli`].
@@ -20,6 +20,7 @@ pub mod guide;
 pub mod metrics;
 pub mod model;
 pub mod mtp;
+pub mod piece_budget;
 pub mod prompt_logprobs;
 pub mod protocol;
 pub mod server;

@@ -73,6 +73,7 @@ pub fn options() -> AppOptions {
             max_batch: 16,
             max_context: 4096,
             prefill_chunk: hat::serve::engine::PREFILL_CHUNK,
+            max_itl_stretch: hat::serve::engine::MAX_ITL_STRETCH,
         },
     }
 }
@@ -140,6 +141,7 @@ pub fn serve_checkpoint(
             max_batch: 8,
             max_context,
             prefill_chunk: hat::serve::engine::PREFILL_CHUNK,
+            max_itl_stretch: hat::serve::engine::MAX_ITL_STRETCH,
         },
         ..options()
     };
