@@ -131,6 +131,7 @@ pub(in crate::model) fn logistic(v: f32) -> f32 {
 }
 
 /// `v · logistic(v)` of one value.
+#[inline(always)]
 pub(in crate::model) fn silu_of(v: f32) -> f32 {
     v / (1.0 + exp(-v))
 }
@@ -140,7 +141,45 @@ pub fn silu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     if !is_cpu::<B>() {
         return activation::silu(x);
     }
-    map_in_place(x, silu_of)
+    let shape = x.dims();
+    let mut values = standard_values(x);
+    silu_in_place(&mut values);
+    tensor(values, shape)
+}
+
+/// [`silu_of`] of every value, with the widest vector instructions the machine has: as a scalar
+/// loop (the crate targets plain x86-64) it was ~9 % of a burst's prefill of `small` (32 prompts
+/// of 48 tokens), on the engine thread alone.
+pub(in crate::model) fn silu_in_place(values: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the feature was detected at run time.
+            return unsafe { silu_in_place_avx512(values) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { silu_in_place_avx2(values) };
+        }
+    }
+    silu_in_place_portable(values)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn silu_in_place_avx512(values: &mut [f32]) {
+    silu_in_place_portable(values)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn silu_in_place_avx2(values: &mut [f32]) {
+    silu_in_place_portable(values)
+}
+
+#[inline(always)]
+fn silu_in_place_portable(values: &mut [f32]) {
+    values.iter_mut().for_each(|v| *v = silu_of(*v));
 }
 
 /// `f` applied to every value of a CPU tensor in one pass, in place when the storage is not shared.

@@ -5,8 +5,8 @@
 use super::linear::Linear;
 use super::weight::Weight;
 use crate::model::cpu::backend::{
-    cat, is_cpu, logistic, sigmoid, silu, silu_of, softmax_last, softmax_row, standard_values,
-    tensor,
+    cat, is_cpu, logistic, sigmoid, silu, silu_in_place, softmax_last, softmax_row,
+    standard_values, tensor,
 };
 use crate::model::host::{floats, ints};
 use crate::model::io::weights::{
@@ -113,7 +113,10 @@ impl<B: Backend> Expert<B> {
 
 /// `silu(gate) · up`, elementwise.
 fn swiglu(gate: &[f32], up: &[f32]) -> Vec<f32> {
-    gate.iter().zip(up).map(|(&g, &u)| silu_of(g) * u).collect()
+    let mut act = gate.to_vec();
+    silu_in_place(&mut act);
+    act.iter_mut().zip(up).for_each(|(a, u)| *a *= u);
+    act
 }
 
 /// Tokens up to which the CPU backend runs the MoE block on slices ([`SparseMoe::forward_rows_cpu`]):
