@@ -286,3 +286,24 @@ pub async fn shutdown_signal() {
     }
     eprintln!("serve: shutting down gracefully");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stretch_is_off_or_a_factor_above_one() {
+        assert_eq!(itl_stretch("0"), Ok(0.0));
+        assert_eq!(itl_stretch("1.75"), Ok(1.75));
+        for bad in ["1", "0.5", "-2", "NaN", "inf", "fast"] {
+            let e = itl_stretch(bad).unwrap_err();
+            assert!(e.contains("factor above 1"), "{bad}: {e}");
+        }
+        // And through the parser, as a user types it.
+        let e = ServeArgs::try_parse_from(["serve", "--model", "m", "--max-itl-stretch", "1"])
+            .unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+        let args = ServeArgs::try_parse_from(["serve", "--model", "m"]).unwrap();
+        assert_eq!(args.max_itl_stretch, crate::serve::engine::MAX_ITL_STRETCH);
+    }
+}
