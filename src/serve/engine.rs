@@ -88,7 +88,7 @@ pub use crate::model::generation::speculative::Round as SpecRound;
 
 /// Default (most) prompt tokens an engine iteration prefills while sequences decode
 /// (`--prefill-chunk`): one prefix-cache block, so that a long prompt stalls the running sequences
-/// for a bounded time (~0.1–0.2 s of `small` on 2 CPU cores) instead of its whole prefill. Smaller
+/// for a bounded time (~0.2–0.26 s of `small` on 2 CPU cores) instead of its whole prefill. Smaller
 /// pieces cost more per token (each reads the step's weights for few tokens): the agent replay of
 /// `small` (script mode, int8, 1 request/s) reads e2e P50 3.3 s with 256, 7.4 s with 16 (2026-12-07).
 pub const PREFILL_CHUNK: usize = 256;
@@ -102,9 +102,9 @@ pub const MAX_ITL_STRETCH: f64 = 0.0;
 
 /// How long an idle engine, woken by a request, keeps listening for more before it starts: a
 /// burst of clients lands over a few hundred microseconds, and a prompt that misses the first
-/// iteration waits to be prefilled a [`PREFILL_CHUNK`] per decode step beside the others (a burst
-/// of 32 `small` requests lost a quarter of its members that way, and ~40 % of its rate). Each
-/// arrival extends the wait, so a lone request pays one gap, far below its prefill.
+/// iteration waits to be prefilled a piece per decode step beside the others (with 16-token
+/// pieces a burst of 32 `small` requests lost a quarter of its members that way, and ~40 % of its
+/// rate). Each arrival extends the wait, so a lone request pays one gap, far below its prefill.
 pub const BURST_GAP: Duration = Duration::from_micros(500);
 
 /// A prompt prefilled part of the way ahead of its admission (chunked prefill): the decoding state
@@ -402,8 +402,8 @@ impl<M: StepModel> Engine<M> {
         }
     }
 
-    /// Chunked prefill: while sequences decode, an iteration prefills at most
-    /// [`EngineConfig::prefill_chunk`] prompt tokens, so that new prompts do not stall the running
+    /// Chunked prefill: while sequences decode, an iteration prefills at most the budget's prompt
+    /// tokens ([`PieceBudget::tokens`]), so that new prompts do not stall the running
     /// sequences for their whole prefill. The first waiting prompt is the piece that the decode
     /// step prefills beside the running sequences ([`StepModel::decode`]; the step ends its prefill
     /// when its rest fits); in arrival order, later prompts whose rest fits what is left of the
@@ -623,10 +623,7 @@ impl<M: StepModel> Engine<M> {
             false => Phase::Decode,
         };
         self.metrics.record_phase(phase, started.elapsed());
-        let measure = match outcome {
-            Ok(true) => None,
-            _ => Some(piece_tokens),
-        };
+        let measure = (!matches!(outcome, Ok(true))).then_some(piece_tokens);
         match outcome {
             Ok(speculated) if lone => {
                 let generated: usize = self.active.iter().map(|a| a.generated).sum();

@@ -1,7 +1,7 @@
 //! How many prompt tokens an engine iteration prefills beside the running sequences (chunked
 //! prefill). A fixed number of tokens cannot hold a latency target: what a token costs depends on
 //! the model, the machine, the batch and how deep into its prompt the piece is (`small` on 2 CPU
-//! cores: a 16-token piece added 0.9–1.8× a decode step, from one hour to the next). So the budget
+//! cores: with 16-token pieces the P95 gap read 1.5–3.9× the quiet one over a day's runs). So the budget
 //! is derived from the target, as Sarathi-Serve derives its token budget from a time-between-tokens
 //! SLO, and kept current from the step times the engine measures: a step that carries prompt
 //! tokens should take at most `stretch` × a step without them.

@@ -145,11 +145,6 @@ pub fn silu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     map_in_place(x, silu_of)
 }
 
-/// [`silu_of`] of every value, in place.
-pub(in crate::model) fn silu_in_place(values: &mut [f32]) {
-    map_values(values, silu_of)
-}
-
 /// `f` applied to every value of a CPU tensor, in standard order, in place when the storage is its
 /// own.
 fn map_in_place<B: Backend, const D: usize>(
@@ -166,7 +161,7 @@ fn map_in_place<B: Backend, const D: usize>(
 /// branch-free, as [`silu_of`] and [`logistic`] are: the crate targets plain x86-64, where the same
 /// loop is scalar). The SwiGLU activation as a scalar loop was ~9 % of a burst's prefill of `small`
 /// (32 prompts of 48 tokens), on the engine thread alone.
-fn map_values<F: Fn(f32) -> f32 + Copy>(values: &mut [f32], f: F) {
+pub(in crate::model) fn map_values<F: Fn(f32) -> f32 + Copy>(values: &mut [f32], f: F) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {

@@ -5,7 +5,7 @@
 use super::linear::Linear;
 use super::weight::Weight;
 use crate::model::cpu::backend::{
-    cat, is_cpu, logistic, sigmoid, silu, silu_in_place, softmax_last, softmax_row,
+    cat, is_cpu, logistic, map_values, sigmoid, silu, silu_of, softmax_last, softmax_row,
     standard_values, tensor,
 };
 use crate::model::host::{floats, ints};
@@ -114,7 +114,7 @@ impl<B: Backend> Expert<B> {
 /// `silu(gate) · up`, elementwise.
 fn swiglu(gate: &[f32], up: &[f32]) -> Vec<f32> {
     let mut act = gate.to_vec();
-    silu_in_place(&mut act);
+    map_values(&mut act, silu_of);
     act.iter_mut().zip(up).for_each(|(a, u)| *a *= u);
     act
 }
