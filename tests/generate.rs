@@ -397,6 +397,63 @@ fn text_stop_strings_cut_the_text_and_end_generation() {
     );
 }
 
+/// Constrained decoding: the mask sees the text generated so far and what it rules out is never
+/// sampled. Here a random model is steered into a tool call's opening markup, and from there
+/// `--tool-names listed` lets it write only a listed tool's name — whatever it would sample freely.
+#[test]
+fn a_masked_generation_writes_only_listed_tool_names() {
+    use hat::chat::ToolCallFormat;
+    use hat::policy::listed_names::ListedNames;
+    let dir = tiny_dir(5);
+    let g = TextGenerator::<B>::load(dir.path(), &Default::default()).unwrap();
+    let listed = ListedNames::new(&g.tokenizer);
+    let format = ToolCallFormat::Hermes;
+    let open = format.name_open();
+    let names = vec![
+        "obtain_skill_body".to_string(),
+        "check_inventory".to_string(),
+    ];
+    let pieces: Vec<String> = (0..g.tokenizer.get_vocab_size(true) as u32)
+        .map(|id| g.tokenizer.decode(&[id], false).unwrap_or_default())
+        .collect();
+    let mut chosen = BTreeSet::new();
+    for seed in 0..12 {
+        let params = SamplingParams {
+            temperature: 1.0,
+            seed,
+            max_tokens: 40,
+            ..Default::default()
+        };
+        let out = g
+            .generate_text_masked("库存还有", &params, |text, logits| {
+                // Until the opening markup is written, only tokens that keep writing it.
+                if open.len() > text.len() {
+                    for (l, p) in logits.iter_mut().zip(&pieces) {
+                        let joined = format!("{text}{p}");
+                        if p.is_empty() || !(open.starts_with(&joined) || joined.starts_with(open))
+                        {
+                            *l = f32::NEG_INFINITY;
+                        }
+                    }
+                }
+                listed.mask(format, &names, text, logits);
+            })
+            .unwrap();
+        let name = out.text[open.len()..].split('"').next().unwrap_or_default();
+        assert!(
+            names.iter().any(|n| n == name),
+            "seed {seed}: {:?} names a tool that is not listed",
+            out.text
+        );
+        chosen.insert(name.to_string());
+    }
+    assert_eq!(
+        chosen.len(),
+        2,
+        "sampling reaches both listed names: {chosen:?}"
+    );
+}
+
 /// Turns of one conversation share their first blocks: with the prefix cache the later turns start
 /// from stored states (block ends, a prompt's last chunk boundary, where prompts part), and every
 /// generation (tokens and log-probs) is the same bit for bit as on a generator whose cache was

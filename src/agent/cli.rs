@@ -17,6 +17,7 @@ use crate::hsa::variant::load_harness;
 use crate::jsonl::JsonlArgs;
 use crate::model::generation::sampling::SamplingParams;
 use crate::model::WeightDtype;
+use crate::policy::listed_names::ToolNames;
 use crate::policy::local::{LocalOptions, LocalPolicy};
 use crate::policy::noise::{NoiseRates, Noisy};
 use crate::policy::openai::{ClientArgs, OpenAi};
@@ -98,6 +99,10 @@ pub struct PolicyArgs {
     /// Storage of `--policy local`'s projection weights (bf16: half the bytes, int8: a quarter).
     #[arg(long, value_enum, default_value_t = WeightDtype::F32)]
     pub dtype: WeightDtype,
+    /// Which names `--policy local` may write in a tool call: `listed` keeps it to the tools its
+    /// prompt lists (as strict function calling does).
+    #[arg(long, value_enum, default_value_t = ToolNames::Free)]
+    pub tool_names: ToolNames,
     /// OpenAI-compatible base URL (with /v1).
     #[arg(long, default_value = "http://localhost:8000/v1")]
     pub url: String,
@@ -148,6 +153,7 @@ impl PolicyArgs {
                         ..SamplingParams::default()
                     },
                     dtype: self.dtype,
+                    tool_names: self.tool_names,
                 };
                 Box::new(LocalPolicy::load(dir, options)?)
             }

@@ -34,6 +34,24 @@ pub enum ToolCallFormat {
     Qwen3Xml,
 }
 
+impl ToolCallFormat {
+    /// The text a call opens with, up to its tool's name (as the Qwen3 chat templates write it).
+    pub fn name_open(self) -> &'static str {
+        match self {
+            ToolCallFormat::Hermes => "<tool_call>\n{\"name\": \"",
+            ToolCallFormat::Qwen3Xml => "<tool_call>\n<function=",
+        }
+    }
+
+    /// The character that ends a call's tool name.
+    pub fn name_end(self) -> char {
+        match self {
+            ToolCallFormat::Hermes => '"',
+            ToolCallFormat::Qwen3Xml => '>',
+        }
+    }
+}
+
 impl std::str::FromStr for ToolCallFormat {
     type Err = anyhow::Error;
 

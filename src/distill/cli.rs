@@ -19,6 +19,7 @@ use crate::jsonl::JsonlArgs;
 use crate::judge::verifiable::TokenCounter;
 use crate::model::config::ModelConfig;
 use crate::model::{presets, CausalLm, WeightDtype};
+use crate::policy::listed_names::ToolNames;
 use crate::policy::noise::NoiseRates;
 use crate::policy::openai::{ClientArgs, OpenAi};
 use crate::policy::Policy;
@@ -483,6 +484,12 @@ pub struct EvalArgs {
     /// rounding's cost in the paired test.
     #[arg(long, value_enum)]
     pub dtype: Vec<WeightDtype>,
+    /// Which names a model may write in a tool call (`free`: any; `listed`: only the tools its
+    /// prompt lists, as strict function calling does): one value for every --model, or one per
+    /// --model in order — the same checkpoint given twice, free and listed, puts in the paired
+    /// test what it gains by choosing among the listed names.
+    #[arg(long, value_enum)]
+    pub tool_names: Vec<ToolNames>,
     /// Episodes run at once.
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
@@ -625,6 +632,16 @@ fn read_records(path: &str, n: usize) -> Result<Vec<Trajectory>> {
     .collect()
 }
 
+/// A flag given once for every model, once per model, or not at all (the default for each).
+fn per_model<T: Clone + Default>(values: &[T], models: usize, flag: &str) -> Result<Vec<T>> {
+    match values.len() {
+        0 => Ok(vec![T::default(); models]),
+        1 => Ok(vec![values[0].clone(); models]),
+        n if n == models => Ok(values.to_vec()),
+        n => bail!("{flag}: {n} values for {models} models; give one for all, or one per --model"),
+    }
+}
+
 fn split_pair<'a>(s: &'a str, flag: &str) -> Result<(&'a str, &'a str)> {
     s.split_once('=')
         .ok_or_else(|| anyhow::anyhow!("{flag} {s:?}: expected NAME=VALUE"))
@@ -636,15 +653,8 @@ pub fn eval(a: &EvalArgs) -> Result<i32> {
         bars_svg, markdown, paired_right_tool, paired_scores, play, summarise,
     };
     use crate::policy::local::{LocalOptions, LocalPolicy};
-    let dtypes = match a.dtype.len() {
-        0 => vec![WeightDtype::F32; a.models.len()],
-        1 => vec![a.dtype[0]; a.models.len()],
-        n if n == a.models.len() => a.dtype.clone(),
-        n => bail!(
-            "--dtype: {n} values for {} models; give one for all, or one per --model",
-            a.models.len()
-        ),
-    };
+    let dtypes = per_model(&a.dtype, a.models.len(), "--dtype")?;
+    let tool_names = per_model(&a.tool_names, a.models.len(), "--tool-names")?;
     let tasks = read_records(&a.tasks, a.n)?;
     let catalog = a.catalog.load()?;
     let env = SimEnv {
@@ -661,12 +671,13 @@ pub fn eval(a: &EvalArgs) -> Result<i32> {
         .map(crate::jsonl::JsonlWriter::create)
         .transpose()?;
     let (mut rows, mut played) = (Vec::new(), Vec::new());
-    for (m, dtype) in a.models.iter().zip(dtypes) {
+    for ((m, dtype), tool_names) in a.models.iter().zip(dtypes).zip(tool_names) {
         let (name, dir) = split_pair(m, "--model")?;
         let mut opts = LocalOptions::default();
         opts.sampling.max_tokens = a.max_tokens;
         opts.sampling.seed = a.seed;
         opts.dtype = dtype;
+        opts.tool_names = tool_names;
         let policy = LocalPolicy::load(std::path::Path::new(dir), opts)?;
         for set in &a.sets {
             let (set_name, dirs) = split_pair(set, "--set")?;

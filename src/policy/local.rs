@@ -4,6 +4,7 @@
 //! A reply whose tool calls do not parse is returned as raw text: the agent runtime parses
 //! text-form calls itself and feeds the error back to the model, so the episode goes on.
 
+use super::listed_names::{ListedNames, ToolNames};
 use super::sampler_logprobs::SamplerLogprobs;
 use super::{Conversation, Policy};
 use crate::chat::{parse_assistant_output, ToolCallFormat};
@@ -32,6 +33,8 @@ pub struct LocalOptions {
     pub sampling: SamplingParams,
     /// Storage of the projection weights ([`LocalPolicy::load`]).
     pub dtype: WeightDtype,
+    /// Which names the model may write in a tool call ([`ToolNames`]).
+    pub tool_names: ToolNames,
 }
 
 impl Default for LocalOptions {
@@ -44,6 +47,7 @@ impl Default for LocalOptions {
                 ..SamplingParams::default()
             },
             dtype: WeightDtype::F32,
+            tool_names: ToolNames::Free,
         }
     }
 }
@@ -54,6 +58,8 @@ pub struct LocalPolicy<B: Backend = NdArray<f32>> {
     /// Generation takes the whole model; concurrent episodes take turns. Shared by the policy's
     /// [`siblings`](LocalPolicy::sibling), which differ only in their sampling seed.
     generator: Arc<Mutex<TextGenerator<B>>>,
+    /// With `--tool-names listed`: the tokens' texts that the name constraint tests.
+    listed: Option<Arc<ListedNames>>,
     options: LocalOptions,
 }
 
@@ -75,9 +81,12 @@ impl<B: Backend> LocalPolicy<B> {
                 "{name} has no chat template; add `chat_template` to tokenizer_config.json"
             ));
         }
+        let listed = (options.tool_names == ToolNames::Listed)
+            .then(|| Arc::new(ListedNames::new(&generator.tokenizer)));
         Ok(Self {
             name: name.to_string(),
             generator: Arc::new(Mutex::new(generator)),
+            listed,
             options,
         })
     }
@@ -90,6 +99,7 @@ impl<B: Backend> LocalPolicy<B> {
         Self {
             name: self.name.clone(),
             generator: Arc::clone(&self.generator),
+            listed: self.listed.clone(),
             options,
         }
     }
@@ -128,8 +138,15 @@ where
         // core (the rollout workers are rayon's, whose own sections would run on one).
         // (`&mut`: the model may cross to that thread, but not be shared with it.)
         let model: &mut TextGenerator<B> = &mut generator;
-        let out =
-            spin_team::with_team(move || model.generate_text(&[prompt], &[params]))?.remove(0);
+        let names: Vec<String> = conv.tools.iter().map(|t| t.function.name.clone()).collect();
+        let format = self.options.tool_call_format;
+        let listed = self.listed.as_deref();
+        let out = spin_team::with_team(move || match listed {
+            Some(listed) => model.generate_text_masked(&prompt, &params, |text, logits| {
+                listed.mask(format, &names, text, logits)
+            }),
+            None => Ok(model.generate_text(&[prompt], &[params])?.remove(0)),
+        })?;
         drop(generator);
         let mut msg = to_message(&out.text, self.options.tool_call_format, &tools);
         if let Some(lps) = &out.generation.logprobs {

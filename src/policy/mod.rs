@@ -3,6 +3,7 @@
 //! and every stage that rolls out episodes treat them alike.
 
 pub mod endpoints;
+pub mod listed_names;
 pub mod local;
 pub mod noise;
 pub mod openai;

@@ -136,9 +136,9 @@ impl Guide {
         if candidates.is_empty() {
             return Err("tool_choice \"required\" needs at least one tool in `tools`".into());
         }
-        let (open, sep) = match format {
-            ToolCallFormat::Hermes => ("<tool_call>\n{\"name\": \"", "\", \"arguments\": {"),
-            ToolCallFormat::Qwen3Xml => ("<tool_call>\n<function=", ">\n"),
+        let sep = match format {
+            ToolCallFormat::Hermes => "\", \"arguments\": {",
+            ToolCallFormat::Qwen3Xml => ">\n",
         };
         let alternatives = candidates
             .iter()
@@ -152,7 +152,10 @@ impl Guide {
                 (t.function.name.clone(), rest)
             })
             .collect();
-        let pieces = vec![Piece::Text(open.into()), Piece::Choice(alternatives)];
+        let pieces = vec![
+            Piece::Text(format.name_open().into()),
+            Piece::Choice(alternatives),
+        ];
         Ok(Guide {
             segments: encode(tok, pieces)?.into(),
             forced: VecDeque::new(),

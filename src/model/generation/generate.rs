@@ -280,17 +280,20 @@ pub fn generate_until<B: Backend>(
         let logits = model.prefill(prompt, &mut cache)?;
         Ok((cache, logits))
     };
-    generate_after(model, prompts, params, prefill, stop_after)
+    generate_after(model, prompts, params, prefill, stop_after, |_, _, _| {})
 }
 
 /// The sampling loop of [`generate_until`] with the prefill left to `prefill` (the prompt's
 /// decoding state and the logits at its last position): from scratch, or from a cached prefix.
+/// `mask(i, tokens, logits)` may change sequence `i`'s logits, given its tokens so far, before
+/// each token is sampled (constrained decoding).
 fn generate_after<B: Backend>(
     model: &CausalLm<B>,
     prompts: &[Vec<u32>],
     params: &[SamplingParams],
     mut prefill: impl FnMut(&[u32]) -> Result<(Cache<B>, Vec<f32>)>,
     mut stop_after: impl FnMut(usize, &[u32]) -> bool,
+    mut mask: impl FnMut(usize, &[u32], &mut [f32]),
 ) -> Result<Vec<Generation>> {
     if prompts.len() != params.len() {
         bail!(
@@ -311,7 +314,8 @@ fn generate_after<B: Backend>(
     let mut seqs: Vec<Sequence> = params.iter().map(Sequence::new).collect();
     let mut caches: Vec<Cache<B>> = Vec::with_capacity(prompts.len());
     for (i, prompt) in prompts.iter().enumerate() {
-        let (cache, logits) = prefill(prompt)?;
+        let (cache, mut logits) = prefill(prompt)?;
+        mask(i, &[], &mut logits);
         seqs[i].push(&logits, |t| stop_after(i, t));
         caches.push(cache);
     }
@@ -328,9 +332,10 @@ fn generate_after<B: Backend>(
             .map(|&i| std::mem::replace(&mut caches[i], Cache::new(0)))
             .collect();
         let logits = model.decode_step(&tokens, &mut batch)?;
-        for ((&i, cache), row) in active.iter().zip(batch).zip(&logits) {
+        for ((&i, cache), mut row) in active.iter().zip(batch).zip(logits) {
             caches[i] = cache;
-            seqs[i].push(row, |t| stop_after(i, t));
+            mask(i, &seqs[i].tokens, &mut row);
+            seqs[i].push(&row, |t| stop_after(i, t));
         }
     }
     Ok(seqs.into_iter().map(Sequence::finish).collect())
@@ -555,15 +560,42 @@ impl<B: Backend> TextGenerator<B> {
         prompts: &[String],
         params: &[SamplingParams],
     ) -> Result<Vec<TextGeneration>> {
+        self.generate_text_after(prompts, params, |_, _, _| {})
+    }
+
+    /// [`Self::generate_text`] for one prompt, constrained: before each token is sampled,
+    /// `mask(text, logits)` may change the logits given the text generated so far.
+    pub fn generate_text_masked(
+        &self,
+        prompt: &str,
+        params: &SamplingParams,
+        mut mask: impl FnMut(&str, &mut [f32]),
+    ) -> Result<TextGeneration> {
+        let prompts = [prompt.to_string()];
+        let mut gens =
+            self.generate_text_after(&prompts, &[params.clone()], |_, tokens, logits| {
+                // Decoding the whole text each step is quadratic, as for stop strings (below).
+                if let Ok(text) = self.decode(tokens) {
+                    mask(&text, logits)
+                }
+            })?;
+        Ok(gens.remove(0))
+    }
+
+    fn generate_text_after(
+        &self,
+        prompts: &[String],
+        params: &[SamplingParams],
+        mask: impl FnMut(usize, &[u32], &mut [f32]),
+    ) -> Result<Vec<TextGeneration>> {
         let ids = prompts
             .iter()
             .map(|p| self.encode(p))
             .collect::<Result<Vec<_>>>()?;
         let params: Vec<SamplingParams> = params.iter().map(|p| self.with_eos(p)).collect();
         let prefill = |prompt: &[u32]| self.prefill(prompt);
-        let gens = generate_after(&self.model, &ids, &params, prefill, |i, tokens| {
-            self.hits_stop(tokens, &params[i].stop)
-        })?;
+        let stop_after = |i: usize, tokens: &[u32]| self.hits_stop(tokens, &params[i].stop);
+        let gens = generate_after(&self.model, &ids, &params, prefill, stop_after, mask)?;
         gens.into_iter()
             .zip(&params)
             .map(|(g, p)| self.to_text(g, &p.stop))
