@@ -8,6 +8,7 @@ use burn::module::{Module, Param};
 use burn::prelude::*;
 use burn::tensor::TensorData;
 use hat::eval::free_opening::free_openings;
+use hat::eval::name_ranking::rank_names;
 use hat::model::generation::generate::TextGenerator;
 use hat::model::{presets, CausalLm};
 use hat::record::Trajectory;
@@ -946,6 +947,49 @@ fn training_memorises_the_input_dependent_calls_of_a_small_set() {
         "{:#?}",
         free.decisions
     );
+
+    // With a second tool listed, the model ranks the name it was trained on first
+    // (`teacher-distill probe --rank-names`)…
+    let mut listed = records.clone();
+    for r in listed.iter_mut() {
+        let mut other = r.tools[0].clone();
+        other.function.name = "get_promotions".into();
+        r.tools.push(other);
+    }
+    let ranked = rank_names(&generator, &listed).unwrap();
+    assert_eq!(
+        (ranked.by_total.hits, ranked.by_total.n, ranked.by_mean.hits),
+        (8, 8, 8),
+        "{:#?}",
+        ranked.records
+    );
+    assert_eq!(ranked.renamed_by_total.n, 0);
+    // …so where the teacher calls the other listed tool — counted as renamed when the record's
+    // names map it from another canonical id — the right name is never first.
+    for r in listed.iter_mut() {
+        r.messages[2].tool_calls[0].function.name = "get_promotions".into();
+        r.harness = Some(
+            serde_json::from_value(
+                json!({"name": "t", "names": {"tools": {"get_promotions_v0": "get_promotions"}}}),
+            )
+            .unwrap(),
+        );
+    }
+    let ranked = rank_names(&generator, &listed).unwrap();
+    assert_eq!(
+        (
+            ranked.by_total.hits,
+            ranked.renamed_by_total.hits,
+            ranked.renamed_by_total.n
+        ),
+        (0, 0, 8),
+        "{:#?}",
+        ranked.records
+    );
+    assert!(ranked
+        .records
+        .iter()
+        .all(|r| r.rank_by_total == 2 && r.listed == 2));
 }
 
 #[test]

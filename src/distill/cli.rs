@@ -532,12 +532,18 @@ pub struct ProbeArgs {
     /// With --free-running: the longest opening message, in tokens.
     #[arg(long, default_value_t = 160, requires = "free_running")]
     pub max_tokens: usize,
+    /// Also rank the listed tool names where the teacher's opening call writes its name, by each
+    /// name's log-likelihood (total and per token): is the right one first, on records whose
+    /// opening calls a renamed tool too? Reading measured without decoding.
+    #[arg(long)]
+    pub rank_names: bool,
 }
 
 /// Runs `probe`: teacher-forced opening-call and tool-call exact match per (model, record set), by
 /// intent, with the paired sign test of every later model against the first; markdown on stdout.
 pub fn probe(a: &ProbeArgs) -> Result<i32> {
     use crate::eval::free_opening::{free_openings, paired as free_paired};
+    use crate::eval::name_ranking::{paired_renamed, rank_names};
     use crate::eval::probe::{markdown, paired, probe};
     use crate::model::generation::generate::TextGenerator;
     let device = Default::default();
@@ -572,6 +578,14 @@ pub fn probe(a: &ProbeArgs) -> Result<i32> {
                 p.opening.display(),
                 p.skipped
             );
+            if a.rank_names {
+                let names = rank_names(&generator, records)?;
+                eprintln!(
+                    "teacher-distill probe: {name} on {set}: {}",
+                    names.summary()
+                );
+                p.names = Some(names);
+            }
             if a.free_running {
                 let free = free_openings(&generator, records, a.max_tokens)?;
                 eprintln!(
@@ -598,6 +612,14 @@ pub fn probe(a: &ProbeArgs) -> Result<i32> {
                 "\npaired sign test on {set}, opening call: {model} right where {} is wrong {b_only}, the reverse {a_only}, p = {pv:.2e}",
                 baseline.unwrap_or_default()
             );
+            if let (Some(a), Some(b)) = (&base.names, &p.names) {
+                let [total, mean] = paired_renamed(a, b);
+                println!(
+                    "paired sign test on {set}, renamed tool ranked first: {model} where {} is not, by total {} / {} (p = {:.2e}), by mean {} / {} (p = {:.2e})",
+                    baseline.unwrap_or_default(),
+                    total.0, total.1, total.2, mean.0, mean.1, mean.2
+                );
+            }
             if let (Some(a), Some(b)) = (&base.free, &p.free) {
                 let (b_only, a_only, pv) = free_paired(a, b);
                 println!(

@@ -7,10 +7,13 @@
 //!   the opening skill/tool call, and every tool call — by intent; seconds instead of minutes, and the
 //!   direct measure of whether a model reads the harness in its prompt (the same tasks under renamed
 //!   tools).
+//! * [`name_ranking`]: which listed tool name the model ranks first where the teacher's opening call
+//!   writes its name — reading measured by likelihood, not by what greedy decoding happens to write.
 //! * [`report`]: the stage-by-stage report of `make reproduce` (`hat report`), plotted by [`bars`].
 
 pub mod bars;
 pub mod free_opening;
+pub mod name_ranking;
 pub mod probe;
 pub mod report;
 pub mod rollout;

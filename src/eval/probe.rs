@@ -18,6 +18,7 @@ use burn::prelude::*;
 use serde::Serialize;
 
 use super::free_opening::FreeOpening;
+use super::name_ranking::NameRanking;
 use crate::judge::stats::{paired_sign_test, wilson};
 use crate::model::CausalLm;
 use crate::record::Trajectory;
@@ -82,6 +83,8 @@ pub struct Probe {
     pub decisions: Vec<Decision>,
     /// The opening message written by the model itself (`teacher-distill probe --free-running`).
     pub free: Option<FreeOpening>,
+    /// The listed tool names ranked at the opening call (`teacher-distill probe --rank-names`).
+    pub names: Option<NameRanking>,
 }
 
 /// Scores `records` teacher-forced with `model` (views built with `builder`, the model's own
