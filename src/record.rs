@@ -85,6 +85,14 @@ impl Trajectory {
             .unwrap_or_default()
     }
 
+    /// Index of the opening call: the first assistant message that calls tools (after a clarifying
+    /// exchange, if the record has one).
+    pub fn opening_call(&self) -> Option<usize> {
+        self.messages
+            .iter()
+            .position(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
+    }
+
     /// The messages of the turn being scored: from `meta.turn_start` (0 when absent) to the end.
     pub fn current_turn(&self) -> &[Message] {
         let start = self

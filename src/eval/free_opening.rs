@@ -19,7 +19,7 @@ use crate::chat::{parse_assistant_output, ToolCallFormat};
 use crate::judge::stats::paired_sign_test;
 use crate::model::generation::generate::TextGenerator;
 use crate::model::generation::sampling::SamplingParams;
-use crate::record::{json_values, Role, Trajectory};
+use crate::record::{json_values, Trajectory};
 
 /// Prompts generated together.
 const BATCH: usize = 8;
@@ -67,13 +67,8 @@ pub fn free_openings<B: Backend>(
 ) -> Result<FreeOpening> {
     let mut cases = Vec::new();
     for r in records {
-        // The opening call as the teacher-forced probe has it: the first message that calls tools
-        // (after a clarifying exchange, if the record has one).
-        let Some(first) = r
-            .messages
-            .iter()
-            .position(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
-        else {
+        // The opening call as the teacher-forced probe has it.
+        let Some(first) = r.opening_call() else {
             continue;
         };
         let teacher: Vec<Call> = r.messages[first]

@@ -22,7 +22,7 @@ use crate::chat::{RenderInput, ToolCallFormat};
 use crate::judge::stats::paired_sign_test;
 use crate::model::generation::generate::TextGenerator;
 use crate::model::generation::sampling::log_softmax_at;
-use crate::record::{json_values, Role, Trajectory};
+use crate::record::{json_values, Trajectory};
 
 /// One record's ranking.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -69,11 +69,7 @@ pub fn rank_names<B: Backend>(
 ) -> Result<NameRanking> {
     let mut out = NameRanking::default();
     for r in records {
-        let Some(first) = r
-            .messages
-            .iter()
-            .position(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
-        else {
+        let Some(first) = r.opening_call() else {
             continue;
         };
         let right = r.messages[first].tool_calls[0].function.name.clone();
