@@ -249,7 +249,9 @@ curriculum: build distill-data
 # (a) fixed-harness SFT on episodes played under the original harness only against (b) HSA-SFT (the distill
 # stage's data and model: `make run` trains it, and `make compare` reuses it when its last checkpoint is
 # there), both from the same base. Probed teacher-forced on the primary, held-out-variant and held-out-phrasing
-# sets ($(COMPARE)/table.md), then both play the 200 primary tasks under the original harness and under the
+# sets ($(COMPARE)/table.md); on the held-out-variant records, the listed tool names ranked where the opening
+# call writes its name — is a renamed tool first, paired (stderr lines and the last line of
+# $(COMPARE)/names.md, per record in names.json: the claim's mechanism, measured); then both play the 200 primary tasks under the original harness and under the
 # 8 held-out variants, faults on, with the paired sign test of (b) against (a): $(COMPARE)/eval.md,
 # eval.json, scores.svg (bars with 95% intervals).
 COMPARE := $(OUT)/compare
@@ -265,6 +267,8 @@ compare: build distill-data distill-base
 	$(TD) probe --model fixed=$(call newest,$(COMPARE)/fixed) --model hsa=$(HSA_MODEL) \
 		--records primary=$(DISTILL)/teacher.primary.jsonl --records heldout=$(DISTILL)/teacher.heldout.jsonl \
 		--records phrasings=$(DISTILL)/teacher.phrasings.jsonl --summary $(COMPARE)/probe.json | tee $(COMPARE)/table.md
+	$(TD) probe --model fixed=$(call newest,$(COMPARE)/fixed) --model hsa=$(HSA_MODEL) --rank-names \
+		--records heldout=$(DISTILL)/teacher.heldout.jsonl --summary $(COMPARE)/names.json 2>&1 | tee $(COMPARE)/names.md
 	$(TD) eval --model fixed=$(call newest,$(COMPARE)/fixed) --model hsa=$(HSA_MODEL) --set original=$(HARNESS) \
 		--set heldout=$$(ls -d $(DISTILL)/heldout/variant-* | paste -sd,) --tasks $(DISTILL)/tasks.primary.jsonl \
 		--n $(DISTILL_ROLLOUTS) --faults $(FAULTS) --seed $(SEED) $(CATALOG) --episodes $(COMPARE)/eval.jsonl \
