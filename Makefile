@@ -250,8 +250,8 @@ curriculum: build distill-data
 # stage's data and model: `make run` trains it, and `make compare` reuses it when its last checkpoint is
 # there), both from the same base. Probed teacher-forced on the primary, held-out-variant and held-out-phrasing
 # sets ($(COMPARE)/table.md); on the held-out-variant records, the listed tool names ranked where the opening
-# call writes its name — is a renamed tool first, paired (stderr lines and the last line of
-# $(COMPARE)/names.md, per record in names.json: the claim's mechanism, measured); then both play the 200 primary tasks under the original harness and under the
+# call writes its name — is a renamed tool first, paired ($(COMPARE)/names.md, per record in names.json: the
+# claim's mechanism, measured); then both play the 200 primary tasks under the original harness and under the
 # 8 held-out variants, faults on, with the paired sign test of (b) against (a): $(COMPARE)/eval.md,
 # eval.json, scores.svg (bars with 95% intervals).
 COMPARE := $(OUT)/compare

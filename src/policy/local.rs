@@ -138,13 +138,16 @@ where
         // core (the rollout workers are rayon's, whose own sections would run on one).
         // (`&mut`: the model may cross to that thread, but not be shared with it.)
         let model: &mut TextGenerator<B> = &mut generator;
-        let names: Vec<String> = conv.tools.iter().map(|t| t.function.name.clone()).collect();
         let format = self.options.tool_call_format;
         let listed = self.listed.as_deref();
         let out = spin_team::with_team(move || match listed {
-            Some(listed) => model.generate_text_masked(&prompt, &params, |text, logits| {
-                listed.mask(format, &names, text, logits)
-            }),
+            Some(listed) => {
+                let names: Vec<String> =
+                    conv.tools.iter().map(|t| t.function.name.clone()).collect();
+                model.generate_text_masked(&prompt, &params, |text, logits| {
+                    listed.mask(format, &names, text, logits)
+                })
+            }
             None => Ok(model.generate_text(&[prompt], &[params])?.remove(0)),
         })?;
         drop(generator);
