@@ -7,7 +7,7 @@
 use super::listed_names::{ListedNames, ToolNames};
 use super::sampler_logprobs::SamplerLogprobs;
 use super::{Conversation, Policy};
-use crate::chat::{parse_assistant_output, ToolCallFormat};
+use crate::chat::{parse_assistant_output_any_name, ToolCallFormat};
 use crate::model::cpu::spin_team;
 use crate::model::generation::generate::TextGenerator;
 use crate::model::generation::sampling::SamplingParams;
@@ -160,9 +160,13 @@ where
 }
 
 /// The assistant message of a generated reply; raw text when its tool calls do not parse. (Rollouts
-/// on servers rebuild the servers' replies with it too, so both read a reply alike.)
+/// on servers rebuild the servers' replies with it too, so both read a reply alike.) A well-formed call
+/// to a tool the prompt does not list is kept as a call, for the runtime to answer with the tools it
+/// has: as raw text it would be parsed again in the *harness's* format, which need not be the one
+/// this model writes (a Qwen3-template model under an XML harness got "expected `<function=NAME>`"
+/// instead of the list of tools).
 pub fn to_message(text: &str, format: ToolCallFormat, tools: &[Json]) -> Message {
-    let Ok(out) = parse_assistant_output(text, format, Some(tools)) else {
+    let Ok(out) = parse_assistant_output_any_name(text, format, Some(tools)) else {
         return Message::text(Role::Assistant, text);
     };
     let mut msg = Message::text(Role::Assistant, out.content);
@@ -183,4 +187,38 @@ pub fn to_message(text: &str, format: ToolCallFormat, tools: &[Json]) -> Message
         })
         .collect();
     msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tools() -> Vec<Json> {
+        vec![
+            json!({"type": "function", "function": {"name": "retrieve_purchase",
+            "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}),
+        ]
+    }
+
+    #[test]
+    fn a_call_to_an_unlisted_tool_stays_a_call_for_the_runtime_to_answer() {
+        let text = "<tool_call>\n{\"name\": \"lookup_order\", \"arguments\": {\"order_id\": \"8219\"}}\n</tool_call>";
+        let msg = to_message(text, ToolCallFormat::Hermes, &tools());
+        assert_eq!(msg.tool_calls.len(), 1);
+        assert_eq!(msg.tool_calls[0].function.name, "lookup_order");
+        assert_eq!(
+            msg.tool_calls[0].function.arguments,
+            r#"{"order_id":"8219"}"#
+        );
+        assert_eq!(msg.text_content(), "");
+    }
+
+    #[test]
+    fn a_malformed_call_stays_text_for_the_runtime_to_report() {
+        let text = "<tool_call>\n{\"name\": \"retrieve_purchase\", \"arguments\": {\"order_id\": \n</tool_call>";
+        let msg = to_message(text, ToolCallFormat::Hermes, &tools());
+        assert!(msg.tool_calls.is_empty());
+        assert_eq!(msg.text_content(), text);
+    }
 }
