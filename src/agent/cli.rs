@@ -10,7 +10,6 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use super::rollout::{run_batch, Summary};
 use super::{Agent, SimEnv};
-use crate::chat::ToolCallFormat;
 use crate::harness::serves::{has_skill, has_tool};
 use crate::harness::{Harness, SkillsMode};
 use crate::hsa::variant::load_harness;
@@ -141,11 +140,8 @@ impl PolicyArgs {
                     .model_dir
                     .as_deref()
                     .context("--policy local needs --model-dir DIR")?;
+                // The tool-call format is the checkpoint's chat template's, not the harness's.
                 let options = LocalOptions {
-                    tool_call_format: match harness.manifest().model.tool_call_format {
-                        crate::harness::ToolCallFormat::HermesJson => ToolCallFormat::Hermes,
-                        crate::harness::ToolCallFormat::Qwen3Xml => ToolCallFormat::Qwen3Xml,
-                    },
                     sampling: SamplingParams {
                         temperature: self.client.temperature as f32,
                         seed,

@@ -13,6 +13,7 @@ use super::py_methods::{self, Side};
 use super::pyjson::{self, DumpOptions};
 use super::pyrepr::py_str;
 use super::strftime::strftime_now;
+use super::tool_calls::ToolCallFormat;
 use anyhow::{anyhow, bail, Context, Result};
 use minijinja::value::{Kwargs, Rest, Value, ValueKind};
 use minijinja::{AutoEscape, Environment, Error, ErrorKind};
@@ -183,6 +184,29 @@ impl ChatTemplate {
             }
         }
         Ok(template)
+    }
+
+    /// The format this template writes an assistant's tool calls in: a probe call rendered through
+    /// it, read back. What a model trained on the template writes, whatever a harness declares
+    /// (this toolkit's checkpoints carry the Qwen3 template, hermes, also under an XML harness); a
+    /// template that cannot render tool calls is taken for hermes, Qwen3's.
+    pub fn tool_call_format(&self) -> ToolCallFormat {
+        let probe = RenderInput {
+            messages: vec![
+                serde_json::json!({"role": "user", "content": "?"}),
+                serde_json::json!({"role": "assistant", "content": "", "tool_calls": [
+                    {"type": "function", "function": {"name": "probe", "arguments": {}}}]}),
+            ],
+            ..RenderInput::default()
+        };
+        match self.render(&probe) {
+            Ok(text)
+                if text.contains(&format!("{}probe>", ToolCallFormat::Qwen3Xml.name_open())) =>
+            {
+                ToolCallFormat::Qwen3Xml
+            }
+            _ => ToolCallFormat::Hermes,
+        }
     }
 
     /// The special-token variables every render sees (kwargs override them, as in transformers).
@@ -427,6 +451,21 @@ mod tests {
             .unwrap()
             .render(&RenderInput::from_json(&input).unwrap())
             .unwrap()
+    }
+
+    #[test]
+    fn the_tool_call_format_is_the_one_the_template_writes() {
+        let qwen3 = ChatTemplate::from_str(crate::tokenizer::QWEN3_CHAT_TEMPLATE).unwrap();
+        assert_eq!(qwen3.tool_call_format(), ToolCallFormat::Hermes);
+        // The XML call Qwen3.5's template writes, cut down to the call.
+        let xml = ChatTemplate::from_str(
+            "{% for m in messages %}{% for c in m.tool_calls or [] %}<tool_call>\n<function={{ c.function.name }}>\n</function>\n</tool_call>{% endfor %}{% endfor %}",
+        )
+        .unwrap();
+        assert_eq!(xml.tool_call_format(), ToolCallFormat::Qwen3Xml);
+        // No tool calls rendered at all: Qwen3's hermes.
+        let plain = ChatTemplate::from_str("{{ messages[0].content }}").unwrap();
+        assert_eq!(plain.tool_call_format(), ToolCallFormat::Hermes);
     }
 
     #[test]

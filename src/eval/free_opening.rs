@@ -59,12 +59,17 @@ struct Case<'a> {
 }
 
 /// Generates the opening call of every record that has one (its first message that calls tools), up to
-/// `max_tokens` tokens, and compares its calls with the teacher's (Hermes `<tool_call>` format).
+/// `max_tokens` tokens, and compares its calls with the teacher's (read in the format the model's
+/// chat template writes).
 pub fn free_openings<B: Backend>(
     generator: &TextGenerator<B>,
     records: &[Trajectory],
     max_tokens: usize,
 ) -> Result<FreeOpening> {
+    let format = generator
+        .template
+        .as_ref()
+        .map_or(ToolCallFormat::Hermes, |t| t.tool_call_format());
     let mut cases = Vec::new();
     for r in records {
         // The opening call as the teacher-forced probe has it.
@@ -101,7 +106,7 @@ pub fn free_openings<B: Backend>(
         let prompts: Vec<String> = chunk.iter().map(|c| c.prompt.clone()).collect();
         let texts = generator.generate_text(&prompts, &vec![params.clone(); prompts.len()])?;
         for (case, text) in chunk.iter().zip(texts) {
-            let said = said_calls(&text.text, &case.tools);
+            let said = said_calls(&text.text, format, &case.tools);
             let names = |calls: &[Call]| calls.iter().map(|c| c.0.clone()).collect::<Vec<_>>();
             let calls_right = said.as_deref() == Some(&case.teacher[..]);
             let tools_right = said.as_deref().map(names) == Some(names(&case.teacher));
@@ -135,9 +140,9 @@ pub fn paired(a: &FreeOpening, b: &FreeOpening) -> (u64, u64, f64) {
 
 /// The calls in generated text; `None` when it does not parse. Rows without tools (a room state
 /// as the only prompt) check no names against a tool list.
-fn said_calls(text: &str, tools: &[Value]) -> Option<Vec<Call>> {
+fn said_calls(text: &str, format: ToolCallFormat, tools: &[Value]) -> Option<Vec<Call>> {
     let tools = (!tools.is_empty()).then_some(tools);
-    let out = parse_assistant_output(text, ToolCallFormat::Hermes, tools).ok()?;
+    let out = parse_assistant_output(text, format, tools).ok()?;
     Some(
         out.tool_calls
             .into_iter()

@@ -18,7 +18,7 @@ use burn::prelude::*;
 use serde::Serialize;
 
 use super::probe::Rate;
-use crate::chat::{RenderInput, ToolCallFormat};
+use crate::chat::RenderInput;
 use crate::judge::stats::paired_sign_test;
 use crate::model::generation::generate::TextGenerator;
 use crate::model::generation::sampling::log_softmax_at;
@@ -62,7 +62,8 @@ impl NameRanking {
     }
 }
 
-/// Ranks the listed tool names at the opening call of every record that has one (Hermes format).
+/// Ranks the listed tool names at the opening call of every record that has one (the names written
+/// in the format of the model's chat template).
 pub fn rank_names<B: Backend>(
     generator: &TextGenerator<B>,
     records: &[Trajectory],
@@ -119,10 +120,10 @@ fn score_names<B: Backend>(
     first: usize,
     listed: &[String],
 ) -> Result<Vec<(f64, usize)>> {
-    let format = ToolCallFormat::Hermes;
     let Some(template) = generator.template.as_ref() else {
         bail!("the model directory has no chat template");
     };
+    let format = template.tool_call_format();
     let tools = json_values(&r.tools)?;
     let rendered = template.render(&RenderInput {
         // As training renders it (a call's message without content gets an empty one).

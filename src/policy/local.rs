@@ -24,8 +24,6 @@ use std::sync::{Arc, Mutex};
 /// How the local policy generates and reads tool calls.
 #[derive(Debug, Clone)]
 pub struct LocalOptions {
-    /// The format the model writes tool calls in (the harness's `tool_call_format`).
-    pub tool_call_format: ToolCallFormat,
     /// Sampling of each reply. `seed` is the base seed: each reply draws from a stream derived
     /// from it and the rendered prompt, so a rerun reproduces every episode. With `logprobs`, each
     /// message carries its generated tokens and their log-probs ([`SamplerLogprobs`]; RL's
@@ -40,7 +38,6 @@ pub struct LocalOptions {
 impl Default for LocalOptions {
     fn default() -> Self {
         Self {
-            tool_call_format: ToolCallFormat::Hermes,
             sampling: SamplingParams {
                 temperature: 0.0,
                 max_tokens: 512,
@@ -60,6 +57,9 @@ pub struct LocalPolicy<B: Backend = NdArray<f32>> {
     generator: Arc<Mutex<TextGenerator<B>>>,
     /// With `--tool-names listed`: the tokens' texts that the name constraint tests.
     listed: Option<Arc<ListedNames>>,
+    /// The format the model writes tool calls in: its chat template's
+    /// ([`ChatTemplate::tool_call_format`](crate::chat::ChatTemplate::tool_call_format)).
+    format: ToolCallFormat,
     options: LocalOptions,
 }
 
@@ -76,17 +76,20 @@ impl LocalPolicy<NdArray<f32>> {
 impl<B: Backend> LocalPolicy<B> {
     pub fn new(generator: TextGenerator<B>, name: &str, options: LocalOptions) -> Result<Self> {
         options.sampling.validate()?;
-        if generator.template.is_none() {
-            return Err(anyhow!(
-                "{name} has no chat template; add `chat_template` to tokenizer_config.json"
-            ));
-        }
+        let format = generator
+            .template
+            .as_ref()
+            .map(|t| t.tool_call_format())
+            .ok_or_else(|| {
+                anyhow!("{name} has no chat template; add `chat_template` to tokenizer_config.json")
+            })?;
         let listed = (options.tool_names == ToolNames::Listed)
             .then(|| Arc::new(ListedNames::new(&generator.tokenizer)));
         Ok(Self {
             name: name.to_string(),
             generator: Arc::new(Mutex::new(generator)),
             listed,
+            format,
             options,
         })
     }
@@ -100,6 +103,7 @@ impl<B: Backend> LocalPolicy<B> {
             name: self.name.clone(),
             generator: Arc::clone(&self.generator),
             listed: self.listed.clone(),
+            format: self.format,
             options,
         }
     }
@@ -138,7 +142,7 @@ where
         // core (the rollout workers are rayon's, whose own sections would run on one).
         // (`&mut`: the model may cross to that thread, but not be shared with it.)
         let model: &mut TextGenerator<B> = &mut generator;
-        let format = self.options.tool_call_format;
+        let format = self.format;
         let listed = self.listed.as_deref();
         let out = spin_team::with_team(move || match listed {
             Some(listed) => {
@@ -151,7 +155,7 @@ where
             None => Ok(model.generate_text(&[prompt], &[params])?.remove(0)),
         })?;
         drop(generator);
-        let mut msg = to_message(&out.text, self.options.tool_call_format, &tools);
+        let mut msg = to_message(&out.text, self.format, &tools);
         if let Some(lps) = &out.generation.logprobs {
             SamplerLogprobs::from_ids(out.generation.tokens.clone(), lps).attach(&mut msg);
         }

@@ -300,7 +300,8 @@ where
             api_key: a.rollout_api_key.clone(),
             timeout: std::time::Duration::from_secs(a.rollout_timeout.max(1)),
             max_tokens: a.max_completion_length,
-            tool_call_format: crate::policy::local::LocalOptions::default().tool_call_format,
+            tool_call_format: crate::chat::ChatTemplate::from_model_dir(&a.model)?
+                .tool_call_format(),
         };
         Some(RemoteRollouts::new(
             &cfg,
