@@ -18,7 +18,7 @@ use burn::prelude::*;
 use serde::Serialize;
 
 use super::probe::Rate;
-use crate::chat::RenderInput;
+use crate::chat::{ChatTemplate, RenderInput, ToolCallFormat};
 use crate::judge::stats::paired_sign_test;
 use crate::model::generation::generate::TextGenerator;
 use crate::model::generation::sampling::log_softmax_at;
@@ -68,6 +68,10 @@ pub fn rank_names<B: Backend>(
     generator: &TextGenerator<B>,
     records: &[Trajectory],
 ) -> Result<NameRanking> {
+    let Some(template) = generator.template.as_ref() else {
+        bail!("the model directory has no chat template");
+    };
+    let format = template.tool_call_format();
     let mut out = NameRanking::default();
     for r in records {
         let Some(first) = r.opening_call() else {
@@ -78,7 +82,7 @@ pub fn rank_names<B: Backend>(
         if !listed.contains(&right) {
             continue; // a recorded stale call: no listed name is right
         }
-        let scores = score_names(generator, r, first, &listed)?;
+        let scores = score_names(generator, template, format, r, first, &listed)?;
         let best = |key: fn(&(f64, usize)) -> f64| {
             let i = (0..listed.len())
                 .max_by(|&a, &b| key(&scores[a]).total_cmp(&key(&scores[b])))
@@ -116,14 +120,12 @@ pub fn rank_names<B: Backend>(
 /// (total log-probability, tokens) of each listed name and its end, at the opening call's name.
 fn score_names<B: Backend>(
     generator: &TextGenerator<B>,
+    template: &ChatTemplate,
+    format: ToolCallFormat,
     r: &Trajectory,
     first: usize,
     listed: &[String],
 ) -> Result<Vec<(f64, usize)>> {
-    let Some(template) = generator.template.as_ref() else {
-        bail!("the model directory has no chat template");
-    };
-    let format = template.tool_call_format();
     let tools = json_values(&r.tools)?;
     let rendered = template.render(&RenderInput {
         // As training renders it (a call's message without content gets an empty one).
