@@ -299,6 +299,20 @@ fn scaling_tool_call_segments_weights_only_their_trained_tokens() {
 }
 
 #[test]
+fn a_zero_tool_call_weight_leaves_the_reply_as_the_only_trained_weight() {
+    let dir = tokenizer_dir();
+    let b = ViewBuilder::from_dir(dir.path()).unwrap();
+    let mut v = b
+        .build(&record("r1", "Is p1 in stock?", "Yes, 3 left."))
+        .unwrap();
+    let r = runs(&v.loss_mask);
+    assert_eq!(v.trained_weight(), v.trained_tokens() as f32);
+    v.scale_segments(SegmentKind::ToolCall, 0.0);
+    assert_eq!(v.trained_weight(), (r[1].1 - r[1].0) as f32);
+    assert!(v.trained_weight() > 0.0);
+}
+
+#[test]
 fn records_without_assistant_tokens_and_overlong_ones_are_counted_skips() {
     let dir = tokenizer_dir();
     let b = ViewBuilder::from_dir(dir.path()).unwrap();

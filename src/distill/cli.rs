@@ -270,7 +270,8 @@ pub struct TrainArgs {
     pub mtp_loss_weight: f64,
     /// Loss weight of the tool-calling assistant turns relative to text replies (1 = plain SFT). Which
     /// skill and tool to call is a handful of a record's ~70 trained tokens; a larger weight makes that
-    /// choice a larger share of the gradient. The dev loss stays unweighted.
+    /// choice a larger share of the gradient; 0 trains the text replies alone (records with none are
+    /// left out). The dev loss stays unweighted.
     #[arg(long, default_value_t = 1.0)]
     pub tool_call_weight: f32,
     /// Loss only on the assistant's tokens (TRL's `assistant_only_loss`; the default, for SFT). `false`
@@ -365,9 +366,9 @@ pub fn train<B: AutodiffBackend>(
         )
     })?;
     let max_len = a.max_seq_length.min(model.config.max_position_embeddings);
-    if !(a.tool_call_weight.is_finite() && a.tool_call_weight > 0.0) {
+    if !(a.tool_call_weight.is_finite() && a.tool_call_weight >= 0.0) {
         bail!(
-            "--tool-call-weight must be a positive number, got {}",
+            "--tool-call-weight must be a number ≥ 0, got {}",
             a.tool_call_weight
         );
     }
@@ -381,6 +382,15 @@ pub fn train<B: AutodiffBackend>(
         }
     }
     eprintln!("train data {}: {}", a.records, json!(summary));
+    let before = train.len();
+    train.retain(|v| v.trained_weight() > 0.0);
+    if train.len() < before {
+        eprintln!(
+            "left out {} records with no weighted token (--tool-call-weight {} and no text reply)",
+            before - train.len(),
+            a.tool_call_weight
+        );
+    }
     let dev = match &a.dev_records {
         Some(p) => {
             let (v, s) = load_views(p, None, &builder, max_len)?;

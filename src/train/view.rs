@@ -79,6 +79,18 @@ impl TrainingView {
         self.loss_mask.iter().filter(|&&m| m == 1).count()
     }
 
+    /// The loss weight the view's tokens carry in all (its trained tokens when it has no weights).
+    pub fn trained_weight(&self) -> f32 {
+        match &self.weights {
+            Some(w) => w
+                .iter()
+                .zip(&self.loss_mask)
+                .map(|(w, &m)| w * f32::from(m))
+                .sum(),
+            None => self.trained_tokens() as f32,
+        }
+    }
+
     /// Puts every token under the loss (language modelling of the whole record: system prompt, viewers,
     /// tool results and the assistant), for a base stage; weights already set are kept on the tokens
     /// that had them, the others get 1.
