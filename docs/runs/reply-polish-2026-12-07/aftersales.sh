@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The reply polish on the second harness: `HARNESS=harness-samples/aftersales make reproduce`'s SFT
-# models (out/as/reproduce, 2026-12-07) polished exactly as run.sh polishes taolive's (600 steps of the
-# dialogue rows, seed 1), then played on its 200 primary tasks under the aftersales harness and its 8
+# models (out/as/reproduce, 2026-12-07) polished as make reproduce now polishes (600 steps of the dialogue
+# rows, 1e-3 decayed on a cosine, seed 1), then played on its 200 primary tasks under the aftersales harness and its 8
 # held-out variants, paired against the unpolished models.
 set -euo pipefail
 R=${R:-out/as/reproduce}
 O=${O:-out/rp39/as}
 BIN=${BIN:-target/release}
 TD=$BIN/teacher-distill
-STAGE="--learning-rate 1e-3 --lr-scheduler-type constant_with_warmup --warmup-steps 20 --eval-steps 0
+STAGE="--learning-rate 1e-3 --lr-scheduler-type cosine --warmup-steps 20 --eval-steps 0
   --overwrite-output-dir --batch-tokens 4096 --tokenizer $R/data/tokenizer --records $R/data/dialog.jsonl
   --seed 1 --max-steps 600 --save-steps 600"
 for arm in fixed hsa; do
