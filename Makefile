@@ -206,10 +206,10 @@ LOOKUP_COPY_ROWS ?= 30000
 STAGE_TRAIN = $(TD) train --learning-rate 1e-3 --lr-scheduler-type constant_with_warmup --warmup-steps 20 --seed $(SEED) \
 	--eval-steps 0 --overwrite-output-dir --batch-tokens 4096
 ROOM_ONLY := --dialogue-only --keep-sections 'Room state|Current product'
-# QUOTE_EVIDENCE=1: every row's lookup call is preceded by reasoning that names the calls (the plan), then
-# quotes the room-state entry from the viewer's words to the id (`hat records cat --quote-evidence`,
-# src/evidence.rs), in training and probe rows. Off by default (learning-default.md, fourteenth and
-# thirty-ninth sessions).
+# QUOTE_EVIDENCE=1: every row's lookup call is preceded by reasoning that quotes the room-state entry from the
+# viewer's words to the id, then the viewer's lines (`hat records cat --quote-evidence`, src/evidence.rs), in
+# training and probe rows. Off by default: on seed 1 it did not raise effectiveness (learning-default.md,
+# fourteenth session); a plan of the calls in place of the viewer's lines did worse (thirty-ninth).
 QUOTE_EVIDENCE ?= 0
 EVIDENCE := $(if $(filter 1,$(QUOTE_EVIDENCE)),--quote-evidence)
 checkpoint = $(1)/checkpoint-$(shell printf %06d $(2))

@@ -4,6 +4,8 @@
 # the product id is read from), and make reproduce's chain on them — copy 300, lookup 800, base 1,000,
 # HSA-SFT 200, reply polish 600, the same recipes, batches and seed — then the 200 primary tasks under
 # the original harness and the 8 held-out variants, paired against out/r37's HSA-SFT with the polish.
+# Ran at b069c3a, whose --quote-evidence opened the reasoning with the plan (reverted after this run:
+# the arm failed), with the polish then held at 1e-3; the held-out set was not played.
 set -euo pipefail
 R=${R:-out/r37}
 Q=${Q:-out/q39}
