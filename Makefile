@@ -353,7 +353,8 @@ R_SFT_STEPS ?= 200
 # results and the reply under a ~200-token prompt, ids renamed), 1e-3 decayed to 0 on a cosine. On HSA-SFT,
 # two data-order seeds: effectiveness 0.333 → 0.372 / 0.380 (14 / 3, 22 / 10 tasks), right tool 0.832 →
 # 0.883 / 0.876; held at 1e-3 instead, one seed gained and the other lost 18 points of skill selection
-# (docs/learning-default.md, thirty-ninth session).
+# (docs/learning-default.md, thirty-ninth session). On harness-samples/aftersales, whose dialogue rows keep
+# no prompt, it broke HSA-SFT (docs/reproduce.md, "Another harness"): measure it on a new harness.
 R_POLISH_STEPS ?= 600
 R_POLISH = $(TD) train --tokenizer $(R_DATA)/tokenizer --learning-rate 1e-3 --lr-scheduler-type cosine --warmup-steps 20 \
 	--batch-tokens 4096 --seed $(SEED) --eval-steps 0 --overwrite-output-dir --records $(R_DATA)/dialog.jsonl \
