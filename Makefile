@@ -354,11 +354,17 @@ R_SFT_STEPS ?= 200
 # two data-order seeds: effectiveness 0.333 → 0.372 / 0.380 (14 / 3, 22 / 10 tasks), right tool 0.832 →
 # 0.883 / 0.876; held at 1e-3 instead, one seed gained and the other lost 18 points of skill selection
 # (docs/learning-default.md, thirty-ninth session). On harness-samples/aftersales, whose dialogue rows keep
-# no prompt, it broke HSA-SFT (docs/reproduce.md, "Another harness"): measure it on a new harness.
-R_POLISH_STEPS ?= 600
+# no prompt, it broke HSA-SFT on two seeds (docs/reproduce.md, "Another harness"), so it is on by default
+# for taolive only: R_POLISH_STEPS=600 turns it on for another harness, to be measured there; at 0 the
+# stage's model is its SFT checkpoint, linked into ARM/.
+R_POLISH_STEPS ?= $(if $(filter %taolive %taolive/,$(HARNESS)),600,0)
 R_POLISH = $(TD) train --tokenizer $(R_DATA)/tokenizer --learning-rate 1e-3 --lr-scheduler-type cosine --warmup-steps 20 \
 	--batch-tokens 4096 --seed $(SEED) --eval-steps 0 --overwrite-output-dir --records $(R_DATA)/dialog.jsonl \
 	--max-steps $(R_POLISH_STEPS) --save-steps $(R_POLISH_STEPS)
+# The polish of arm $(1) from its SFT model into $(REPRO)/$(1), or with R_POLISH_STEPS=0 that model linked there.
+r-polish = rm -rf $(REPRO)/$(1)/checkpoint-* && $(if $(filter 0,$(R_POLISH_STEPS)),\
+	ln -s sft/$$(basename $(call R_CKPT,$(1)/sft)) $(REPRO)/$(1)/,\
+	$(R_POLISH) --model-init $(call R_CKPT,$(1)/sft) --out $(REPRO)/$(1))
 R_OPD_STEPS ?= $(OPD_STEPS)
 R_RL_STEPS ?= $(RL_STEPS)
 # The RL stage's k3 KL to its start (grpo-train --beta) and how many times the original harness is listed
@@ -421,14 +427,14 @@ $(REPRO)/fixed.done: $(REPRO)/base.done
 	$(r-start)
 	$(R_TRAIN) --records $(R_DATA)/sft.fixed.jsonl --model-init $(call R_CKPT,base) \
 		--max-steps $(R_SFT_STEPS) --save-steps $(R_SFT_STEPS) --out $(REPRO)/fixed/sft
-	$(R_POLISH) --model-init $(call R_CKPT,fixed/sft) --out $(REPRO)/fixed
+	$(call r-polish,fixed)
 	$(call r-end,fixed)
 
 $(REPRO)/hsa.done: $(REPRO)/base.done
 	$(r-start)
 	$(R_TRAIN) --records $(R_DATA)/sft.hsa.jsonl --model-init $(call R_CKPT,base) \
 		--max-steps $(R_SFT_STEPS) --save-steps $(R_SFT_STEPS) --out $(REPRO)/hsa/sft
-	$(R_POLISH) --model-init $(call R_CKPT,hsa/sft) --out $(REPRO)/hsa
+	$(call r-polish,hsa)
 	$(call r-end,hsa)
 
 # OPD from stage $(1)'s SFT model into $(REPRO)/$(2): the base teaches the general prompts, and the SFT
