@@ -2,7 +2,8 @@
 # The reply polish on the second harness: `HARNESS=harness-samples/aftersales make reproduce`'s SFT
 # models (out/as/reproduce, 2026-12-07) polished as make reproduce now polishes (600 steps of the dialogue
 # rows, 1e-3 decayed on a cosine, seed 1), then played on its 200 primary tasks under the aftersales harness and its 8
-# held-out variants, paired against the unpolished models.
+# held-out variants, paired against the unpolished models. A second seed of the HSA-SFT polish was
+# trained and played on the primary set by hand the same way (--seed 2, out/rp39/as/hsa-s2).
 set -euo pipefail
 R=${R:-out/as/reproduce}
 O=${O:-out/rp39/as}
