@@ -363,6 +363,7 @@ R_POLISH = $(TD) train --tokenizer $(R_DATA)/tokenizer --learning-rate 1e-3 --lr
 	--max-steps $(R_POLISH_STEPS) --save-steps $(R_POLISH_STEPS)
 # The polish of arm $(1) from its SFT model into $(REPRO)/$(1), or with R_POLISH_STEPS=0 that model linked there.
 r-polish = rm -rf $(REPRO)/$(1)/checkpoint-* && $(if $(filter 0,$(R_POLISH_STEPS)),\
+	rm -f $(addprefix $(REPRO)/$(1)/,metrics.jsonl loss.svg train_summary.json) && \
 	ln -s sft/$$(basename $(call R_CKPT,$(1)/sft)) $(REPRO)/$(1)/,\
 	$(R_POLISH) --model-init $(call R_CKPT,$(1)/sft) --out $(REPRO)/$(1))
 R_OPD_STEPS ?= $(OPD_STEPS)
