@@ -202,9 +202,9 @@ REPLY_STEPS ?= 600
 # Copy rows of the copy stage (one id, the current product) and of the lookup stage (every kind).
 COPY_ROWS ?= 20000
 LOOKUP_COPY_ROWS ?= 30000
-# add --tokenizer, --model-init, --records, --max-steps, --save-steps, --out
-STAGE_TRAIN = $(TD) train --learning-rate 1e-3 --lr-scheduler-type constant_with_warmup --warmup-steps 20 --seed $(SEED) \
-	--eval-steps 0 --overwrite-output-dir --batch-tokens 4096
+# add --tokenizer, --model-init, --records, --max-steps, --save-steps, --out (STAGE_FLAGS: all but the schedule)
+STAGE_FLAGS = --learning-rate 1e-3 --warmup-steps 20 --seed $(SEED) --eval-steps 0 --overwrite-output-dir --batch-tokens 4096
+STAGE_TRAIN = $(TD) train $(STAGE_FLAGS) --lr-scheduler-type constant_with_warmup
 ROOM_ONLY := --dialogue-only --keep-sections 'Room state|Current product'
 # QUOTE_EVIDENCE=1: every row's lookup call is preceded by reasoning that quotes the room-state entry from the
 # viewer's words to the id, then the viewer's lines (`hat records cat --quote-evidence`, src/evidence.rs), in
@@ -358,12 +358,12 @@ R_SFT_STEPS ?= 200
 # for taolive only: R_POLISH_STEPS=600 turns it on for another harness, to be measured there; at 0 the
 # stage's model is its SFT checkpoint, linked into ARM/.
 R_POLISH_STEPS ?= $(if $(filter %taolive %taolive/,$(HARNESS)),600,0)
-R_POLISH = $(TD) train --tokenizer $(R_DATA)/tokenizer --learning-rate 1e-3 --lr-scheduler-type cosine --warmup-steps 20 \
-	--batch-tokens 4096 --seed $(SEED) --eval-steps 0 --overwrite-output-dir --records $(R_DATA)/dialog.jsonl \
-	--max-steps $(R_POLISH_STEPS) --save-steps $(R_POLISH_STEPS)
-# The polish of arm $(1) from its SFT model into $(REPRO)/$(1), or with R_POLISH_STEPS=0 that model linked there.
-r-polish = rm -rf $(REPRO)/$(1)/checkpoint-* && $(if $(filter 0,$(R_POLISH_STEPS)),\
-	rm -f $(addprefix $(REPRO)/$(1)/,metrics.jsonl loss.svg train_summary.json) && \
+R_POLISH = $(TD) train $(STAGE_FLAGS) --lr-scheduler-type cosine --tokenizer $(R_DATA)/tokenizer \
+	--records $(R_DATA)/dialog.jsonl --max-steps $(R_POLISH_STEPS) --save-steps $(R_POLISH_STEPS)
+# The polish of arm $(1) from its SFT model into $(REPRO)/$(1), or with R_POLISH_STEPS=0 that model linked there
+# (an earlier polish's checkpoints, metrics and plot removed first).
+r-polish = $(if $(filter 0,$(R_POLISH_STEPS)),\
+	rm -rf $(REPRO)/$(1)/checkpoint-* $(addprefix $(REPRO)/$(1)/,metrics.jsonl loss.svg train_summary.json) && \
 	ln -s sft/$$(basename $(call R_CKPT,$(1)/sft)) $(REPRO)/$(1)/,\
 	$(R_POLISH) --model-init $(call R_CKPT,$(1)/sft) --out $(REPRO)/$(1))
 R_OPD_STEPS ?= $(OPD_STEPS)
