@@ -118,10 +118,13 @@ impl<'a> Sandbox<'a> {
                 let keyword = req_str(args, "keyword")?.to_lowercase();
                 let category = opt_str(args, "category")?.map(str::to_lowercase);
                 let max_price = opt_num(args, "max_price")?;
+                // "Search this room's catalog" (the tool's description): the room's line-up.
+                let room = &self.room;
                 let hits: Vec<Value> = self
                     .catalog
                     .products
                     .iter()
+                    .filter(|p| room.queue.contains(&p.id) || room.current_product.as_ref() == Some(&p.id))
                     .filter(|p| {
                         [&p.title.zh, &p.title.en, &p.kind.zh, &p.kind.en, &p.brand, &p.category]
                             .iter()
@@ -526,6 +529,29 @@ mod tests {
             serde_json::from_str::<Value>(&out.content).unwrap()["results"][0]["id"],
             "faq03"
         );
+    }
+
+    #[test]
+    fn product_search_finds_only_the_rooms_products() {
+        let (cat, room) = setup();
+        let plan = FaultPlan::default();
+        let mut sb = Sandbox::new(&cat, room.clone(), &plan, 1);
+        let ids = |sb: &mut Sandbox, keyword: &str| -> Vec<String> {
+            let out = sb.call("search_products", &args(json!({ "keyword": keyword })), 1);
+            let v: Value = serde_json::from_str(&out.content).unwrap();
+            v["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["product_id"].as_str().unwrap().to_string())
+                .collect()
+        };
+        // Every title contains the empty keyword: the whole line-up, and nothing else of the catalog.
+        assert_eq!(ids(&mut sb, ""), room.queue);
+        let p = &cat.products[1];
+        assert_eq!(ids(&mut sb, &p.title.zh), ["p002"]);
+        let outside = &cat.products[9];
+        assert!(ids(&mut sb, &outside.title.zh).is_empty());
     }
 
     #[test]

@@ -70,6 +70,10 @@ pub struct Ask {
     /// The new presentation order (`reorder`), or the candidates to choose between (`clarify`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub product_ids: Vec<String>,
+    /// The product's title or kind when the viewer named it by one of them (not "this one" or a link
+    /// number): the words a `search_products` call looks it up by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyword: Option<String>,
 }
 
 impl Ask {
@@ -87,6 +91,7 @@ impl Ask {
             order_id: None,
             question: None,
             product_ids: Vec::new(),
+            keyword: None,
         }
     }
 
@@ -505,6 +510,14 @@ impl Builder<'_> {
         }
     }
 
+    /// The title or kind `reference` names product `id` by, if it names it by one of them.
+    fn keyword(&self, id: &str, reference: &str) -> Option<String> {
+        let p = self.product(id);
+        let (kind, title) = (p.kind.get(self.lang), p.title.get(self.lang));
+        let by_kind = reference == kind || reference.strip_prefix("the ") == Some(kind);
+        (by_kind || reference == title).then(|| if by_kind { kind } else { title }.to_string())
+    }
+
     fn say(&mut self, kind: Phrase, vars: &[(&str, &str)], protected: &[&str]) {
         let template = pick(&mut self.rng, kind, self.lang, self.cfg.phrasings);
         let text = fill(template, vars);
@@ -638,6 +651,7 @@ impl Builder<'_> {
                 let (id, reference) = self.target_by_name();
                 self.say(Phrase::ClarifyAnswer, &[("p", &reference)], &[&reference]);
                 let mut ask = Ask::new(Aspect::Price, lang);
+                ask.keyword = self.keyword(&id, &reference);
                 ask.product_id = Some(id);
                 ask
             }
@@ -665,6 +679,7 @@ impl Builder<'_> {
             aspect = Aspect::Spec;
         }
         let mut ask = Ask::new(aspect, lang);
+        ask.keyword = self.keyword(&id, &reference);
         ask.product_id = Some(id);
         match aspect {
             Aspect::Spec => {
