@@ -243,7 +243,9 @@ impl Oracle {
         let calls_left = limits
             .max_tool_calls
             .saturating_sub(history.calls.len() as u64);
-        // A product the viewer named by title or kind is looked up with `search_products` first, as
+        // A product the viewer named by title or kind is looked up by its kind with `search_products`
+        // first (a kind word is one of a few, so choosing it is learnt like a skill, where copying the
+        // start of a span of the viewer's words was not: docs/learning-default.md, fortieth session), as
         // the product-qa skill says (`观众提到别的商品名时先用 search_products 找到 product_id`); the
         // data calls follow once its results are in. A search that keeps failing is given up on.
         if let Some(search) = Self::search(&surface.names, conv, &ask, &needs) {

@@ -70,7 +70,7 @@ pub struct Ask {
     /// The new presentation order (`reorder`), or the candidates to choose between (`clarify`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub product_ids: Vec<String>,
-    /// The product's title or kind when the viewer named it by one of them (not "this one" or a link
+    /// The product's kind when the viewer named it by its title or kind (not "this one" or a link
     /// number): the words a `search_products` call looks it up by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keyword: Option<String>,
@@ -510,12 +510,15 @@ impl Builder<'_> {
         }
     }
 
-    /// The title or kind `reference` names product `id` by, if it names it by one of them.
+    /// The kind of product `id` when `reference` names the product by its kind or its title (a title is
+    /// the brand and the kind): one of the few kind words, which names one product of a room (its
+    /// products are of distinct kinds).
     fn keyword(&self, id: &str, reference: &str) -> Option<String> {
         let p = self.product(id);
         let (kind, title) = (p.kind.get(self.lang), p.title.get(self.lang));
-        let by_kind = reference == kind || reference.strip_prefix("the ") == Some(kind);
-        (by_kind || reference == title).then(|| if by_kind { kind } else { title }.to_string())
+        let named =
+            reference == title || reference == kind || reference.strip_prefix("the ") == Some(kind);
+        named.then(|| kind.to_string())
     }
 
     fn say(&mut self, kind: Phrase, vars: &[(&str, &str)], protected: &[&str]) {
