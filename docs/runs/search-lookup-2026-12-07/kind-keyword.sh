@@ -1,4 +1,5 @@
 #!/bin/bash
+# At a69131e (the keyword is the product kind; reverted after this run).
 # The chain to HSA-SFT + polish with the teacher looking named products up with search_products first, by the kind word;
 # r37's tokenizer and copy stage (neither depends on the teacher's episodes), everything after re-run.
 set -eo pipefail
