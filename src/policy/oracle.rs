@@ -111,65 +111,39 @@ impl Oracle {
             .map(|t| t.function.parameters.clone())
     }
 
-    /// The call of `canonical` with `args`, shaped to the harness's version of the tool (its surface
-    /// name and the arguments its schema takes); `None` when the harness lacks the tool or the call
-    /// would miss an argument the schema requires.
-    fn shaped(
-        names: &Names,
-        conv: &Conversation<'_>,
-        canonical: &'static str,
-        args: Value,
-    ) -> Option<Need> {
-        let tool = names.tool_surface(canonical).to_string();
-        let schema = Self::has_tool(conv, &tool)?;
-        let props = schema.get("properties").and_then(Value::as_object);
-        let args = names.args_surface(canonical, args.as_object().unwrap_or(&Map::new()));
-        let mut kept = Map::new();
-        for (k, v) in &args {
-            if !v.is_null() && props.is_none_or(|p| p.contains_key(k)) {
-                kept.insert(k.clone(), v.clone());
-            }
-        }
-        let required = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        required
-            .iter()
-            .filter_map(Value::as_str)
-            .all(|r| kept.contains_key(r))
-            .then_some(Need {
-                canonical,
-                tool,
-                args: kept,
-            })
-    }
-
-    /// The search that finds the product of `ask` by the words the viewer named it with, when the
-    /// harness has the tool and a needed call takes the product's id.
-    fn search(names: &Names, conv: &Conversation<'_>, ask: &Ask, needs: &[Need]) -> Option<Need> {
-        let keyword = ask.keyword.as_deref()?;
-        let id = ask.product_id.as_deref()?;
-        needs
-            .iter()
-            .any(|n| n.args.values().any(|v| v.as_str() == Some(id)))
-            .then(|| {
-                Self::shaped(
-                    names,
-                    conv,
-                    "search_products",
-                    json!({ "keyword": keyword }),
-                )
-            })?
-    }
-
-    /// The calls that answer `ask`, shaped to the harness's version of each tool. Tools the harness
-    /// lacks are left out.
+    /// The calls that answer `ask`, shaped to the harness's version of each tool (its surface name and
+    /// the arguments its schema takes). Tools the harness lacks are left out.
     fn needs(names: &Names, conv: &Conversation<'_>, ask: &Ask) -> Vec<Need> {
         let mut out = Vec::new();
         let mut want = |canonical: &'static str, args: Value| {
-            out.extend(Self::shaped(names, conv, canonical, args));
+            let tool = names.tool_surface(canonical).to_string();
+            let Some(schema) = Self::has_tool(conv, &tool) else {
+                return;
+            };
+            let props = schema.get("properties").and_then(Value::as_object);
+            let args = names.args_surface(canonical, args.as_object().unwrap_or(&Map::new()));
+            let mut kept = Map::new();
+            for (k, v) in &args {
+                if !v.is_null() && props.is_none_or(|p| p.contains_key(k)) {
+                    kept.insert(k.clone(), v.clone());
+                }
+            }
+            let required = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            if required
+                .iter()
+                .filter_map(Value::as_str)
+                .all(|r| kept.contains_key(r))
+            {
+                out.push(Need {
+                    canonical,
+                    tool,
+                    args: kept,
+                });
+            }
         };
         let pid = &ask.product_id;
         match ask.aspect {
@@ -243,22 +217,6 @@ impl Oracle {
         let calls_left = limits
             .max_tool_calls
             .saturating_sub(history.calls.len() as u64);
-        // A product the viewer named by title or kind is looked up by its kind with `search_products`
-        // first (a kind word is one of a few, so choosing it is learnt like a skill, where copying the
-        // start of a span of the viewer's words was not: docs/learning-default.md, fortieth session), as
-        // the product-qa skill says (`观众提到别的商品名时先用 search_products 找到 product_id`); the
-        // data calls follow once its results are in. A search that keeps failing is given up on.
-        if let Some(search) = Self::search(&surface.names, conv, &ask, &needs) {
-            if let Status::Retry(attempts) = history.status(&search) {
-                if attempts < MAX_ATTEMPTS
-                    && rounds_left >= 3
-                    && calls_left > calls.len() as u64 + 1
-                {
-                    calls.push((search.tool, Value::Object(search.args)));
-                    return Ok(tool_message(calls, history.rounds));
-                }
-            }
-        }
         let mut results: HashMap<&'static str, Value> = HashMap::new();
         for need in &needs {
             match history.status(need) {

@@ -70,10 +70,6 @@ pub struct Ask {
     /// The new presentation order (`reorder`), or the candidates to choose between (`clarify`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub product_ids: Vec<String>,
-    /// The product's kind when the viewer named it by its title or kind (not "this one" or a link
-    /// number): the words a `search_products` call looks it up by.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub keyword: Option<String>,
 }
 
 impl Ask {
@@ -91,7 +87,6 @@ impl Ask {
             order_id: None,
             question: None,
             product_ids: Vec::new(),
-            keyword: None,
         }
     }
 
@@ -510,17 +505,6 @@ impl Builder<'_> {
         }
     }
 
-    /// The kind of product `id` when `reference` names the product by its kind or its title (a title is
-    /// the brand and the kind): one of the few kind words, which names one product of a room (its
-    /// products are of distinct kinds).
-    fn keyword(&self, id: &str, reference: &str) -> Option<String> {
-        let p = self.product(id);
-        let (kind, title) = (p.kind.get(self.lang), p.title.get(self.lang));
-        let named =
-            reference == title || reference == kind || reference.strip_prefix("the ") == Some(kind);
-        named.then(|| kind.to_string())
-    }
-
     fn say(&mut self, kind: Phrase, vars: &[(&str, &str)], protected: &[&str]) {
         let template = pick(&mut self.rng, kind, self.lang, self.cfg.phrasings);
         let text = fill(template, vars);
@@ -654,7 +638,6 @@ impl Builder<'_> {
                 let (id, reference) = self.target_by_name();
                 self.say(Phrase::ClarifyAnswer, &[("p", &reference)], &[&reference]);
                 let mut ask = Ask::new(Aspect::Price, lang);
-                ask.keyword = self.keyword(&id, &reference);
                 ask.product_id = Some(id);
                 ask
             }
@@ -682,7 +665,6 @@ impl Builder<'_> {
             aspect = Aspect::Spec;
         }
         let mut ask = Ask::new(aspect, lang);
-        ask.keyword = self.keyword(&id, &reference);
         ask.product_id = Some(id);
         match aspect {
             Aspect::Spec => {
