@@ -118,13 +118,16 @@ impl<'a> Sandbox<'a> {
                 let keyword = req_str(args, "keyword")?.to_lowercase();
                 let category = opt_str(args, "category")?.map(str::to_lowercase);
                 let max_price = opt_num(args, "max_price")?;
-                // "Search this room's catalog" (the tool's description): the room's line-up.
-                let room = &self.room;
                 let hits: Vec<Value> = self
                     .catalog
                     .products
                     .iter()
-                    .filter(|p| room.queue.contains(&p.id) || room.current_product.as_ref() == Some(&p.id))
+                    // "Search this room's catalog" (the tool's description): its line-up and the
+                    // product on screen (a hand-written room may show one outside its queue).
+                    .filter(|p| {
+                        self.room.queue.contains(&p.id)
+                            || self.room.current_product.as_ref() == Some(&p.id)
+                    })
                     .filter(|p| {
                         [&p.title.zh, &p.title.en, &p.kind.zh, &p.kind.en, &p.brand, &p.category]
                             .iter()
