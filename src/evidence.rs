@@ -11,12 +11,17 @@
 //!
 //! The quote alone moves the viewer's words away from the decision that follows it: a model trained on
 //! quotes alone found the product twice as often but chose the skill and tool worse (it answered "3号链接
-//! 还有货吗" with the product-detail tool; docs/learning-default.md, fourteenth session). So the
-//! reasoning then restates the asking viewer's lines, and the call is chosen right after the words that
-//! say what is asked.
+//! 还有货吗" with the product-detail tool; docs/learning-default.md, fourteenth session), and restating
+//! the viewer's lines after the quote gave the choice back but lost most of the product ids. So the
+//! reasoning opens with the plan — the message's calls by name, with the arguments the prompt does not
+//! state (the skill to load) — chosen right after the viewer's message, then quotes the evidence, and
+//! the calls copy the names from the plan and the ids from the quote. Trained on such rows after a copy
+//! stage that crossed its plateau on unquoted one-id rows, a model keeps its tool choice and finds the
+//! product twice as often (docs/learning-default.md, forty-first session); with the copy stage's own
+//! rows quoted it never copied at all (thirty-ninth).
 //!
-//! [`quote_evidence`] adds the quote and the restated lines as the `reasoning_content` of every assistant message whose
-//! call carries an argument the prompt states in the call's own form, `key=value` (the harness's
+//! [`quote_evidence`] adds the plan and the quotes as the `reasoning_content` of every assistant message
+//! whose call carries an argument the prompt states in the call's own form, `key=value` (the harness's
 //! templates word ids with the argument key, so a renamed key is found too). The quote is the
 //! shortest span of one prompt entry (a line, or an item of a `、`-separated list) that begins with
 //! the longest run of the viewer's words and ends with `key=value` and a closing bracket. When the
@@ -69,7 +74,7 @@ pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
             }
         }
         if !quotes.is_empty() {
-            quotes.extend(asking_viewer(&lines));
+            quotes.insert(0, plan(message, &prompt));
             record.messages[i].reasoning_content = Some(quotes.join("\n"));
         }
     }
@@ -147,25 +152,24 @@ fn quote(prompt: &str, viewer: &str, stated: &str) -> Option<String> {
     best.map(|(_, _, q)| q).or(first)
 }
 
-/// The lines of the viewer who spoke last (`小王：…`, `Amy: …`), in order: the question and, after a
-/// clarifying exchange, the answer that names the product.
-fn asking_viewer(lines: &[String]) -> Vec<String> {
-    let speaker = |line: &str| {
-        line.split_once(['：', ':'])
-            .map(|(name, _)| name.to_string())
-            .filter(|name| name.chars().count() <= 16)
-    };
-    let Some(last) = lines.last() else {
-        return Vec::new();
-    };
-    match speaker(last) {
-        Some(who) => lines
-            .iter()
-            .filter(|l| speaker(l).as_ref() == Some(&who))
-            .cloned()
-            .collect(),
-        None => vec![last.clone()],
-    }
+/// The message's calls as a plan: each call's name with the string arguments the prompt does not state
+/// and that hold no digit (the skill to load, a topic, a region), `load_skill product-qa, get_product_detail`.
+fn plan(message: &Message, prompt: &str) -> String {
+    let calls = message.tool_calls.iter().map(|call| {
+        let mut step = call.function.name.clone();
+        if let Ok(args) = call.function.parsed_arguments() {
+            for (key, value) in &args {
+                let Some(v) = value.as_str() else { continue };
+                let stated = prompt.contains(&format!("{key}={v}"));
+                if !v.is_empty() && !stated && !v.chars().any(|c| c.is_ascii_digit()) {
+                    step.push(' ');
+                    step.push_str(v);
+                }
+            }
+        }
+        step
+    });
+    calls.collect::<Vec<_>>().join(", ")
 }
 
 /// `pos`, moved past one closing bracket right after it.
@@ -234,16 +238,18 @@ mod tests {
     fn the_quote_starts_with_the_viewers_words_and_ends_with_the_id() {
         assert_eq!(
             reasoning("momo：3号链接多少钱").as_deref(),
-            Some("3号链接 果仁坊每日坚果礼盒（product_id=p189）\nmomo：3号链接多少钱")
+            Some("load_skill product-qa, get_product_detail\n3号链接 果仁坊每日坚果礼盒（product_id=p189）")
         );
         assert_eq!(
             reasoning("momo：宝子们，果仁坊每日坚果礼盒贵不贵").as_deref(),
-            Some("果仁坊每日坚果礼盒（product_id=p189）\nmomo：宝子们，果仁坊每日坚果礼盒贵不贵")
+            Some(
+                "load_skill product-qa, get_product_detail\n果仁坊每日坚果礼盒（product_id=p189）"
+            )
         );
         // Named by kind, a tail of the title.
         assert_eq!(
             reasoning("momo：坚果礼盒多少钱").as_deref(),
-            Some("坚果礼盒（product_id=p189）\nmomo：坚果礼盒多少钱")
+            Some("load_skill product-qa, get_product_detail\n坚果礼盒（product_id=p189）")
         );
         // In English a quote starts a word: "the nuts gift box" must not start at "e nuts".
         let en = "# Room state\n- Up next: link 1 Pure nuts gift box (product_id=p189)、link 2 Acme pan (product_id=p007)";
@@ -255,7 +261,7 @@ mod tests {
         );
         assert_eq!(
             quote_evidence(r).messages[2].reasoning_content.as_deref(),
-            Some("nuts gift box (product_id=p189)\nAmy: price of the nuts gift box?")
+            Some("load_skill product-qa, get_product_detail\nnuts gift box (product_id=p189)")
         );
     }
 
@@ -269,7 +275,7 @@ mod tests {
         );
         assert_eq!(
             quote_evidence(r).messages[2].reasoning_content.as_deref(),
-            Some("# 当前讲解商品 Current product\n云栖乳胶枕（云栖），商品ID product_id=p384\n老李：这个多少钱")
+            Some("load_skill product-qa, get_product_detail\n# 当前讲解商品 Current product\n云栖乳胶枕（云栖），商品ID product_id=p384")
         );
         // Named by title, the shortest entry that starts with it wins: the queue's.
         let r = record(
@@ -280,7 +286,7 @@ mod tests {
         );
         assert_eq!(
             quote_evidence(r).messages[2].reasoning_content.as_deref(),
-            Some("云栖乳胶枕（product_id=p384）\n老李：云栖乳胶枕多少钱")
+            Some("load_skill product-qa, get_product_detail\n云栖乳胶枕（product_id=p384）")
         );
     }
 
@@ -296,7 +302,9 @@ mod tests {
         );
         assert_eq!(
             quote_evidence(r).messages[2].reasoning_content.as_deref(),
-            Some("3号链接 果仁坊每日坚果礼盒（item_ref=p189）\n3号链接有货吗")
+            Some(
+                "load_skill product-qa, stock_lookup\n3号链接 果仁坊每日坚果礼盒（item_ref=p189）"
+            )
         );
         // The viewer's own order id, and an id the prompt does not give: nothing to quote.
         for args in [json!({"order_id": "A123"}), json!({"product_id": "p999"})] {
@@ -304,6 +312,19 @@ mod tests {
             let quoted = quote_evidence(r.clone());
             assert_eq!(quoted.messages, r.messages);
         }
+    }
+
+    #[test]
+    fn the_plan_names_the_calls_with_the_arguments_no_entry_states() {
+        let r = record(
+            PROMPT,
+            "3号链接发货到广州要多久",
+            "get_shipping_info",
+            json!({"product_id": "p189", "region": "广州", "sku_id": "p189-2"}),
+        );
+        let reasoning = quote_evidence(r).messages[2].reasoning_content.clone();
+        let plan = reasoning.as_deref().and_then(|r| r.lines().next());
+        assert_eq!(plan, Some("load_skill product-qa, get_shipping_info 广州"));
     }
 
     #[test]
@@ -324,7 +345,7 @@ mod tests {
     }
 
     #[test]
-    fn the_asking_viewers_lines_are_restated_and_feedback_is_not() {
+    fn the_quote_follows_the_line_that_named_the_product_and_feedback_is_not_read() {
         // A clarifying exchange: the question, another viewer, the answer naming the product; then
         // hook feedback inside the turn, and the retried call.
         let r: Trajectory = serde_json::from_value(json!({
@@ -347,7 +368,7 @@ mod tests {
         }))
         .unwrap();
         let quoted = quote_evidence(r);
-        let want = "坚果礼盒（product_id=p189）\n小王：多少钱！！\n小王：就是坚果礼盒";
+        let want = "get_product_detail\n坚果礼盒（product_id=p189）";
         assert_eq!(quoted.messages[5].reasoning_content.as_deref(), Some(want));
         assert_eq!(quoted.messages[9].reasoning_content.as_deref(), Some(want));
         assert_eq!(quoted.messages[2].reasoning_content, None);

@@ -104,13 +104,21 @@ impl Trajectory {
     }
 }
 
-/// The sections of a prompt (a line starting with `#` up to the next such line) whose heading contains
-/// one of `keep`, joined by a blank line.
+/// The sections of a prompt whose first line contains one of `keep`, joined by a blank line. A section
+/// starts at a `#` heading, or at the first line after a rule (`---`, `====`: the separator of a harness
+/// whose blocks carry no headings, such as `aftersales`'s `Order in this conversation: …`), and runs to the
+/// next of either.
 fn kept_sections(prompt: &str, keep: &[String]) -> String {
     let mut sections: Vec<Vec<&str>> = Vec::new();
     let mut keeping = false;
+    let mut after_rule = false;
     for line in prompt.lines() {
-        if line.starts_with('#') {
+        if is_rule(line) {
+            (keeping, after_rule) = (false, true);
+            continue;
+        }
+        if line.starts_with('#') || (after_rule && !line.trim().is_empty()) {
+            after_rule = false;
             keeping = keep.iter().any(|k| line.contains(k.as_str()));
             if keeping {
                 sections.push(Vec::new());
@@ -128,6 +136,12 @@ fn kept_sections(prompt: &str, keep: &[String]) -> String {
         .map(|s| s.join("\n").trim_end().to_string())
         .collect();
     sections.join("\n\n")
+}
+
+/// A separator line between prompt blocks: three or more of `-` or `=` alone (`---`, `====`).
+fn is_rule(line: &str) -> bool {
+    let t = line.trim();
+    t.len() >= 3 && (t.chars().all(|c| c == '-') || t.chars().all(|c| c == '='))
 }
 
 /// The eight intents of the live-room traffic mix (DESIGN §1).
@@ -695,5 +709,20 @@ mod tests {
         // Nothing matches: no prompt at all, as without `keep`.
         let none = rec.clone().dialogue_only(&["Catalog".to_string()]);
         assert_eq!(none.messages, rec.messages[1..]);
+    }
+
+    #[test]
+    fn dialogue_only_keeps_a_block_between_rules_by_its_first_line() {
+        // aftersales's pipeline: blocks without headings, separated by `---`.
+        let prompt = "You are the after-sales assistant.\n\n---\n\nPolicies:\n1. Be brief.\n\n---\n\nOrder in this conversation: A123 (status: shipped)\nItems: Acme pan x1\n\n---\n\nPlaybooks (follow the one that matches the request):\n## refund\nWhen: money back";
+        let rec = cut_record(serde_json::json!([
+            {"role": "system", "content": prompt},
+            {"role": "user", "content": "到哪了"},
+        ]));
+        let kept = rec.dialogue_only(&["Order in this conversation".to_string()]);
+        assert_eq!(
+            kept.messages[0].text_content(),
+            "Order in this conversation: A123 (status: shipped)\nItems: Acme pan x1"
+        );
     }
 }

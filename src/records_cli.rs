@@ -49,9 +49,10 @@ pub enum RecordsCommand {
         #[arg(long, value_name = "SEED")]
         rename_ids: Option<u64>,
         /// Before each call whose argument the prompt states as `key=value` (a product id from the
-        /// room state), add reasoning that quotes the prompt's entry for it, from the viewer's words
-        /// to the id (`src/evidence.rs`): the lookup becomes two copies a small model learns.
-        /// Messages that already carry reasoning are kept as they are.
+        /// room state), add reasoning that names the message's calls (the plan: which skill and tool)
+        /// and then quotes the prompt's entry for the argument, from the viewer's words to the id
+        /// (`src/evidence.rs`): the lookup becomes two copies a small model learns. Messages that
+        /// already carry reasoning are kept as they are.
         #[arg(long)]
         quote_evidence: bool,
     },
