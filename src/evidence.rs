@@ -115,17 +115,11 @@ pub fn quote_results(mut record: Trajectory) -> Trajectory {
         let Ok(value) = serde_json::from_str::<Value>(&content) else {
             continue;
         };
-        let mut found: Vec<(usize, String, Option<String>)> = Vec::new();
+        let mut found: Vec<(usize, String, String)> = Vec::new();
         stated_fields(&value, &text, &content, &mut found);
         found.sort();
-        // A string inside another stated string says nothing more (the brand in the title).
-        let inside = |v: &Option<String>| {
-            v.as_ref().is_some_and(|v| {
-                found
-                    .iter()
-                    .any(|(_, _, w)| w.as_ref().is_some_and(|w| w != v && w.contains(v.as_str())))
-            })
-        };
+        // A value inside another stated one says nothing more (the brand in the title).
+        let inside = |v: &str| found.iter().any(|(_, _, w)| w != v && w.contains(v));
         for (_, f, v) in &found {
             if !inside(v) && !fragments.contains(f) {
                 fragments.push(f.clone());
@@ -139,13 +133,12 @@ pub fn quote_results(mut record: Trajectory) -> Trajectory {
 }
 
 /// The `"key":value` fragments of `value` (nested objects and lists included) that `content` holds
-/// verbatim and whose value `reply` states: where each starts in `content`, the fragment, and the value
-/// when it is a string.
+/// verbatim and whose value `reply` states: where each starts in `content`, the fragment, the value.
 fn stated_fields(
     value: &Value,
     reply: &str,
     content: &str,
-    out: &mut Vec<(usize, String, Option<String>)>,
+    out: &mut Vec<(usize, String, String)>,
 ) {
     match value {
         Value::Object(map) => {
@@ -156,7 +149,7 @@ fn stated_fields(
                     _ => false,
                 };
                 let fragment = format!("{}:{v}", Value::String(key.clone()));
-                let text = v.as_str().map(str::to_string);
+                let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
                 match content.find(&fragment) {
                     Some(at) if stated && !out.iter().any(|(_, f, _)| *f == fragment) => {
                         out.push((at, fragment, text));
