@@ -81,102 +81,6 @@ pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
     record
 }
 
-/// `record` with the tool results its final reply states quoted before that reply: the reply's reasoning
-/// lists the `"key":value` fragments of this turn's tool results whose value the reply contains, in the
-/// order the results give them (`"carrier":"京东物流"⏎"eta_days":4`). A reply copies a carrier, a city or
-/// a skin type from a result far less often than a number (docs/learning-default.md, forty-first session):
-/// the fragment starts with the key the question asks for, the result continues it with the value, and the
-/// reply copies the value from a line above. Only the record's last message is quoted (earlier replies
-/// are earlier turns, whose reasoning the chat template drops), and only when it carries no reasoning.
-pub fn quote_results(mut record: Trajectory) -> Trajectory {
-    let turn_start = record
-        .meta
-        .get("turn_start")
-        .and_then(Value::as_u64)
-        .map_or(0, |t| t as usize);
-    let Some(last) = record.messages.len().checked_sub(1) else {
-        return record;
-    };
-    let reply = &record.messages[last];
-    let thought = reply
-        .reasoning_content
-        .as_deref()
-        .is_some_and(|r| !r.trim().is_empty());
-    if reply.role != Role::Assistant || !reply.tool_calls.is_empty() || thought {
-        return record;
-    }
-    let text = reply.text_content();
-    let mut fragments: Vec<String> = Vec::new();
-    for result in record.messages[turn_start.min(last)..last]
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-    {
-        let content = result.text_content();
-        let Ok(value) = serde_json::from_str::<Value>(&content) else {
-            continue;
-        };
-        let mut found: Vec<(usize, String, String)> = Vec::new();
-        stated_fields(&value, &text, &content, &mut found);
-        found.sort();
-        // A value inside another stated one says nothing more (the brand in the title).
-        let inside = |v: &str| found.iter().any(|(_, _, w)| w != v && w.contains(v));
-        for (_, f, v) in &found {
-            if !inside(v) && !fragments.contains(f) {
-                fragments.push(f.clone());
-            }
-        }
-    }
-    if !fragments.is_empty() {
-        record.messages[last].reasoning_content = Some(fragments.join("\n"));
-    }
-    record
-}
-
-/// The `"key":value` fragments of `value` (nested objects and lists included) that `content` holds
-/// verbatim and whose value `reply` states: where each starts in `content`, the fragment, the value.
-fn stated_fields(
-    value: &Value,
-    reply: &str,
-    content: &str,
-    out: &mut Vec<(usize, String, String)>,
-) {
-    match value {
-        Value::Object(map) => {
-            for (key, v) in map {
-                let stated = match v {
-                    Value::String(s) => s.chars().count() >= 2 && reply.contains(s.as_str()),
-                    Value::Number(n) => states_number(reply, &n.to_string()),
-                    _ => false,
-                };
-                let fragment = format!("{}:{v}", Value::String(key.clone()));
-                let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-                match content.find(&fragment) {
-                    Some(at) if stated && !out.iter().any(|(_, f, _)| *f == fragment) => {
-                        out.push((at, fragment, text));
-                    }
-                    _ => stated_fields(v, reply, content, out),
-                }
-            }
-        }
-        Value::Array(items) => {
-            for v in items {
-                stated_fields(v, reply, content, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Whether `reply` states the number `n` as a whole number (`4` in `大约4天`, not in `149`).
-fn states_number(reply: &str, n: &str) -> bool {
-    reply.match_indices(n).any(|(at, _)| {
-        let before = reply[..at].chars().next_back();
-        let after = reply[at + n.len()..].chars().next();
-        let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit() || c == '.');
-        !digit(before) && !digit(after)
-    })
-}
-
 /// The `key=value` forms of the message's string arguments (in lists too) that the prompt states.
 fn stated_arguments(message: &Message, prompt: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -421,36 +325,6 @@ mod tests {
         let reasoning = quote_evidence(r).messages[2].reasoning_content.clone();
         let plan = reasoning.as_deref().and_then(|r| r.lines().next());
         assert_eq!(plan, Some("load_skill product-qa, get_shipping_info 广州"));
-    }
-
-    #[test]
-    fn the_final_reply_quotes_the_result_fields_it_states() {
-        let result = r#"{"product_id":"p279","brand":"京东","region":"新疆","carrier":"京东物流","eta_days":4,"fee":0,"ships_from":"成都","skus":[{"sku_id":"p279-1","stock":14}]}"#;
-        let r: Trajectory = serde_json::from_value(json!({
-            "id": "r1",
-            "meta": {"turn_start": 1},
-            "messages": [
-                {"role": "user", "content": "便携充电宝到新疆多久"},
-                {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function":
-                    {"name": "get_shipping_info", "arguments": "{\"product_id\":\"p279\"}"}}]},
-                {"role": "tool", "tool_call_id": "c1", "content": result},
-                {"role": "assistant", "content": "京东物流发货，成都发出，到新疆大约4天，还有14件"},
-            ],
-        }))
-        .unwrap();
-        let quoted = quote_results(r);
-        // In the result's order; `fee` 0 is not stated, nor is 4 inside 14 taken for the stock, nor the
-        // brand 京东 inside the carrier's name.
-        assert_eq!(
-            quoted.messages[3].reasoning_content.as_deref(),
-            Some("\"region\":\"新疆\"\n\"carrier\":\"京东物流\"\n\"eta_days\":4\n\"ships_from\":\"成都\"\n\"stock\":14")
-        );
-        // The calls are left alone, and a reply stating nothing from a result gets no reasoning.
-        assert_eq!(quoted.messages[1].reasoning_content, None);
-        let mut plain = quoted.clone();
-        plain.messages[3].reasoning_content = None;
-        plain.messages[3].content = Some(crate::record::Content::Text("欢迎宝宝".into()));
-        assert_eq!(quote_results(plain).messages[3].reasoning_content, None);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Result;
 use clap::Subcommand;
 
-use crate::evidence::{quote_evidence, quote_results};
+use crate::evidence::quote_evidence;
 use crate::fresh_ids::rename_product_ids;
 use crate::jsonl::JsonlArgs;
 use crate::record::Trajectory;
@@ -55,11 +55,6 @@ pub enum RecordsCommand {
         /// already carry reasoning are kept as they are.
         #[arg(long)]
         quote_evidence: bool,
-        /// Before the record's final reply, add reasoning that quotes the fields of this turn's tool
-        /// results the reply states (`"carrier":"京东物流"`), so the reply copies them from a line
-        /// above (`src/evidence.rs`). A reply that already carries reasoning is kept as it is.
-        #[arg(long)]
-        quote_results: bool,
     },
 }
 
@@ -73,7 +68,6 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
             keep_sections,
             rename_ids,
             quote_evidence: quote,
-            quote_results: quote_replies,
         } => {
             let mut records = io.records::<Trajectory>()?;
             let mut writer = io.writer()?;
@@ -90,7 +84,6 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
                     other => other,
                 };
                 let record = record.map(|r| if *quote { quote_evidence(r) } else { r });
-                let record = record.map(|r| if *quote_replies { quote_results(r) } else { r });
                 let record = match (record, rename_ids) {
                     (Some(r), Some(seed)) => Some(rename_product_ids(r, *seed)?),
                     (other, _) => other,
