@@ -359,8 +359,9 @@ R_SFT_STEPS ?= 200
 # results and the reply under a ~200-token prompt, ids renamed), 1e-3 decayed to 0 on a cosine. On HSA-SFT,
 # two data-order seeds: effectiveness 0.333 → 0.372 / 0.380 (14 / 3, 22 / 10 tasks), right tool 0.832 →
 # 0.883 / 0.876; held at 1e-3 instead, one seed gained and the other lost 18 points of skill selection
-# (docs/learning-default.md, thirty-ninth session). On harness-samples/aftersales, whose dialogue rows keep
-# no prompt, it broke HSA-SFT on two seeds (docs/reproduce.md, "Another harness"), so it is on by default
+# (docs/learning-default.md, thirty-ninth session). On harness-samples/aftersales, whose dialogue rows then kept
+# no prompt, it broke HSA-SFT on two seeds (docs/reproduce.md, "Another harness"; they keep its order block
+# now, STATE_SECTIONS, not yet measured), so it is on by default
 # for taolive only: R_POLISH_STEPS=600 turns it on for another harness, to be measured there; at 0 the
 # stage's model is its SFT checkpoint, linked into ARM/.
 R_POLISH_STEPS ?= $(if $(filter %taolive %taolive/,$(HARNESS)),600,0)

@@ -4,6 +4,10 @@
 # (the reply's reasoning lists the tool-result fields it states), from the plan-quote lookup checkpoint
 # (its rows end with calls, so they are unchanged): base 1,000, HSA-SFT 200, polish 600 on a cosine, then
 # the 200 primary tasks under the original harness, paired against the plan-quote model.
+# Ran at 7836d70 (`--quote-results` was reverted after this run: the arm failed). The eval ran for the
+# results-quote model alone; the plan-quote model's episodes are run.sh's (same tasks, seed and faults).
+# Its data were made before 7836d70's fix, so a number whose digits sit inside another stated value
+# (eta 4 beside stock 14) was left out of a few quotes.
 set -euo pipefail
 P=${P:-out/pq41}
 R=${R:-out/r41}
