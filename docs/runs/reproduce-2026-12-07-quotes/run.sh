@@ -13,3 +13,4 @@ cp -al out/r41/copy out/r42/copy
 for s in lookup base hsa; do cp -al out/pq41/$s out/r42/$s; done
 for s in copy lookup base hsa; do touch out/r42/$s.done; done
 make -j2 reproduce REPRO=out/r42 BIN=target/release CARGO=true
+# (The first RL attempt was stopped to free the cores; the same command, run again, re-ran RL from its start.)

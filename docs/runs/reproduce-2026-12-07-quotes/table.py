@@ -17,12 +17,12 @@ def ife(st):
     except FileNotFoundError: return '–'
     return f"{100*j['value']:.1f} [{100*j['low']:.1f}, {100*j['high']:.1f}]"
 print('| stage | Live-Stream QA-lite | Harness-Variant QA-lite | Synthetic LS-QA | IFEval-lite |\n|---|---|---|---|---|')
-for st,name in [('base','Base'),('fixed','Fixed-harness SFT + polish'),('hsa','HSA-SFT + polish'),('opd','+ OPD')]:
+for st,name in [('base','Base'),('fixed','Fixed-harness SFT + polish'),('hsa','HSA-SFT + polish'),('opd','+ OPD'),('rl','+ HSA-RL (HAT)')]:
     print(f"| {name} | {cell(solved(st,'primary'))} | {cell(solved(st,'heldout'))} | {cell(solved(st,'phrasings'))} | {ife(st)} |")
 print(f"| Teacher (oracle) | {cell(solved('oracle','primary'))} | – | {cell(solved('oracle','phrasings'))} | – |")
 def sign(a,b):
     n=a+b;k=min(a,b); return min(1,2*sum(comb(n,i) for i in range(k+1))/2**n) if n else 1
-for a,b,s in [('fixed','hsa','heldout'),('fixed','hsa','primary'),('hsa','opd','primary'),('hsa','opd','heldout'),('hsa','opd','phrasings'),('fixed','hsa','phrasings')]:
+for a,b,s in [('fixed','hsa','heldout'),('fixed','hsa','primary'),('hsa','opd','primary'),('hsa','opd','heldout'),('hsa','opd','phrasings'),('fixed','hsa','phrasings'),('opd','rl','primary'),('opd','rl','heldout'),('opd','rl','phrasings')]:
     A=solved(a,s);B=solved(b,s)
     if A is None or B is None: continue
     bo=sum(1 for i in A if B[i] and not A[i]); ao=sum(1 for i in A if A[i] and not B[i])
