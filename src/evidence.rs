@@ -59,22 +59,23 @@ pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
             continue;
         }
         let before = turn_start.unwrap_or(i).min(i);
-        let lines: Vec<String> = record.messages[..before]
+        let viewer = record.messages[..before]
             .iter()
             .filter(|m| m.role == Role::User)
             .map(Message::text_content)
-            .collect();
-        let viewer = lines.join("\n");
+            .collect::<Vec<_>>()
+            .join("\n");
+        let stated = stated_arguments(message, &prompt);
         let mut quotes: Vec<String> = Vec::new();
-        for stated in stated_arguments(message, &prompt) {
-            if let Some(q) = quote(&prompt, &viewer, &stated) {
+        for kv in &stated {
+            if let Some(q) = quote(&prompt, &viewer, kv) {
                 if !quotes.contains(&q) {
                     quotes.push(q);
                 }
             }
         }
         if !quotes.is_empty() {
-            quotes.insert(0, plan(message, &prompt));
+            quotes.insert(0, plan(message, &stated));
             record.messages[i].reasoning_content = Some(quotes.join("\n"));
         }
     }
@@ -152,16 +153,17 @@ fn quote(prompt: &str, viewer: &str, stated: &str) -> Option<String> {
     best.map(|(_, _, q)| q).or(first)
 }
 
-/// The message's calls as a plan: each call's name with the string arguments the prompt does not state
-/// and that hold no digit (the skill to load, a topic, a region), `load_skill product-qa, get_product_detail`.
-fn plan(message: &Message, prompt: &str) -> String {
+/// The message's calls as a plan: each call's name with the string arguments not among `stated` (the
+/// `key=value` forms the prompt states) and that hold no digit (the skill to load, a topic, a region),
+/// `load_skill product-qa, get_product_detail`.
+fn plan(message: &Message, stated: &[String]) -> String {
     let calls = message.tool_calls.iter().map(|call| {
         let mut step = call.function.name.clone();
         if let Ok(args) = call.function.parsed_arguments() {
             for (key, value) in &args {
                 let Some(v) = value.as_str() else { continue };
-                let stated = prompt.contains(&format!("{key}={v}"));
-                if !v.is_empty() && !stated && !v.chars().any(|c| c.is_ascii_digit()) {
+                let in_prompt = stated.contains(&format!("{key}={v}"));
+                if !v.is_empty() && !in_prompt && !v.chars().any(|c| c.is_ascii_digit()) {
                     step.push(' ');
                     step.push_str(v);
                 }
