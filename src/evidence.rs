@@ -33,8 +33,9 @@ use serde_json::Value;
 
 use crate::record::{Message, Role, Trajectory};
 
-/// `record` with evidence quotes added before its lookups (see the module documentation).
-pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
+/// `record` with evidence quotes added before its lookups (see the module documentation); with
+/// `reply_fields`, the plan also names the result fields the reply states ([`reply_fields`]).
+pub fn quote_evidence(mut record: Trajectory, reply_fields: bool) -> Trajectory {
     let Some(prompt) = record
         .messages
         .first()
@@ -75,7 +76,16 @@ pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
             }
         }
         if !quotes.is_empty() {
-            quotes.insert(0, plan(message, &stated));
+            let mut step = plan(message, &stated);
+            let fields = if reply_fields {
+                self::reply_fields(&record.messages[i..])
+            } else {
+                Vec::new()
+            };
+            if !fields.is_empty() {
+                step = format!("{step} → {}", fields.join(", "));
+            }
+            quotes.insert(0, step);
             record.messages[i].reasoning_content = Some(quotes.join("\n"));
         }
     }
@@ -174,6 +184,74 @@ fn plan(message: &Message, stated: &[String]) -> String {
     calls.collect::<Vec<_>>().join(", ")
 }
 
+/// The keys of the tool-result fields whose values the reply states, in the results' order: what the
+/// reply will say, decided in the plan right after the viewer's message (`→ title, price` for a price
+/// question, `→ title, 高度` for a spec one) instead of where the reply begins, hundreds of tokens
+/// later. `turn[0]` is the calling message; its results are the tool messages up to the reply (the
+/// first assistant text after it, retried calls between). A value stated only as part of a longer
+/// stated value (the brand inside the title) and the calls' own argument values are not counted.
+fn reply_fields(turn: &[Message]) -> Vec<String> {
+    let Some(reply_at) = turn
+        .iter()
+        .position(|m| m.role == Role::Assistant && m.tool_calls.is_empty())
+    else {
+        return Vec::new();
+    };
+    let reply = turn[reply_at].text_content();
+    let arguments: Vec<String> = turn[..reply_at]
+        .iter()
+        .flat_map(|m| &m.tool_calls)
+        .filter_map(|c| c.function.parsed_arguments().ok())
+        .flat_map(|args| args.into_values().map(|v| leaf_text(&v)))
+        .flatten()
+        .collect();
+    let mut leaves = Vec::new();
+    for m in turn[..reply_at].iter().filter(|m| m.role == Role::Tool) {
+        if let Ok(v) = serde_json::from_str::<Value>(&m.text_content()) {
+            collect_leaves(&v, &mut leaves);
+        }
+    }
+    let stated: Vec<&(String, String)> = leaves
+        .iter()
+        .filter(|(_, v)| !v.is_empty() && reply.contains(v.as_str()) && !arguments.contains(v))
+        .collect();
+    let mut keys: Vec<String> = Vec::new();
+    for (key, value) in &stated {
+        let inside_longer = stated
+            .iter()
+            .any(|(_, other)| other.len() > value.len() && other.contains(value.as_str()));
+        if !inside_longer && !keys.contains(key) {
+            keys.push(key.clone());
+        }
+    }
+    keys
+}
+
+/// The `(key, value)` pairs of every string or number under an object key, depth first.
+fn collect_leaves(value: &Value, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                match leaf_text(v) {
+                    Some(text) => out.push((key.clone(), text)),
+                    None => collect_leaves(v, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_leaves(v, out)),
+        _ => {}
+    }
+}
+
+/// A string or number as the reply would write it.
+fn leaf_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 /// `pos`, moved past one closing bracket right after it.
 fn closing(entry: &str, pos: usize) -> usize {
     match entry[pos..].chars().next() {
@@ -233,7 +311,9 @@ mod tests {
             "get_product_detail",
             json!({"product_id": "p189"}),
         );
-        quote_evidence(r).messages[2].reasoning_content.clone()
+        quote_evidence(r, false).messages[2]
+            .reasoning_content
+            .clone()
     }
 
     #[test]
@@ -262,7 +342,9 @@ mod tests {
             json!({"product_id": "p189"}),
         );
         assert_eq!(
-            quote_evidence(r).messages[2].reasoning_content.as_deref(),
+            quote_evidence(r, false).messages[2]
+                .reasoning_content
+                .as_deref(),
             Some("load_skill product-qa, get_product_detail\nnuts gift box (product_id=p189)")
         );
     }
@@ -276,7 +358,7 @@ mod tests {
             json!({"product_id": "p384"}),
         );
         assert_eq!(
-            quote_evidence(r).messages[2].reasoning_content.as_deref(),
+            quote_evidence(r, false).messages[2].reasoning_content.as_deref(),
             Some("load_skill product-qa, get_product_detail\n# 当前讲解商品 Current product\n云栖乳胶枕（云栖），商品ID product_id=p384")
         );
         // Named by title, the shortest entry that starts with it wins: the queue's.
@@ -287,7 +369,9 @@ mod tests {
             json!({"product_id": "p384"}),
         );
         assert_eq!(
-            quote_evidence(r).messages[2].reasoning_content.as_deref(),
+            quote_evidence(r, false).messages[2]
+                .reasoning_content
+                .as_deref(),
             Some("load_skill product-qa, get_product_detail\n云栖乳胶枕（product_id=p384）")
         );
     }
@@ -303,7 +387,9 @@ mod tests {
             json!({"item_ref": "p189"}),
         );
         assert_eq!(
-            quote_evidence(r).messages[2].reasoning_content.as_deref(),
+            quote_evidence(r, false).messages[2]
+                .reasoning_content
+                .as_deref(),
             Some(
                 "load_skill product-qa, stock_lookup\n3号链接 果仁坊每日坚果礼盒（item_ref=p189）"
             )
@@ -311,7 +397,7 @@ mod tests {
         // The viewer's own order id, and an id the prompt does not give: nothing to quote.
         for args in [json!({"order_id": "A123"}), json!({"product_id": "p999"})] {
             let r = record(PROMPT, "订单A123到哪了", "get_order_status", args);
-            let quoted = quote_evidence(r.clone());
+            let quoted = quote_evidence(r.clone(), false);
             assert_eq!(quoted.messages, r.messages);
         }
     }
@@ -324,9 +410,47 @@ mod tests {
             "get_shipping_info",
             json!({"product_id": "p189", "region": "广州", "sku_id": "p189-2"}),
         );
-        let reasoning = quote_evidence(r).messages[2].reasoning_content.clone();
+        let reasoning = quote_evidence(r, false).messages[2]
+            .reasoning_content
+            .clone();
         let plan = reasoning.as_deref().and_then(|r| r.lines().next());
         assert_eq!(plan, Some("load_skill product-qa, get_shipping_info 广州"));
+    }
+
+    #[test]
+    fn the_plan_can_name_the_result_fields_the_reply_states() {
+        let with_reply = |result: &str, reply: &str| {
+            let mut r = record(
+                PROMPT,
+                "3号链接多少钱",
+                "get_product_detail",
+                json!({"product_id": "p189"}),
+            );
+            r.messages[3].content = Some(crate::record::Content::Text(result.into()));
+            r.messages[4].content = Some(crate::record::Content::Text(reply.into()));
+            let quoted = quote_evidence(r, true).messages[2]
+                .reasoning_content
+                .clone();
+            quoted.and_then(|q| q.lines().next().map(str::to_string))
+        };
+        let result = r#"{"product_id":"p189","title":"果仁坊每日坚果礼盒","brand":"果仁坊","price":169,"specs":{"净含量":"750克","保质期":"240天"}}"#;
+        // The brand is stated only inside the title, the id is the call's own argument.
+        assert_eq!(
+            with_reply(result, "果仁坊每日坚果礼盒现在标价¥169～p189").as_deref(),
+            Some("load_skill product-qa, get_product_detail → title, price")
+        );
+        assert_eq!(
+            with_reply(result, "果仁坊每日坚果礼盒的保质期是240天").as_deref(),
+            Some("load_skill product-qa, get_product_detail → title, 保质期")
+        );
+        // A reply that states nothing from the results, or a result that is not JSON: the plan alone.
+        for (result, reply) in [(result, "好的宝宝"), ("timeout", "果仁坊每日坚果礼盒")]
+        {
+            assert_eq!(
+                with_reply(result, reply).as_deref(),
+                Some("load_skill product-qa, get_product_detail")
+            );
+        }
     }
 
     #[test]
@@ -338,10 +462,10 @@ mod tests {
             json!({"product_id": "p189"}),
         );
         r.messages[2].reasoning_content = Some("看3号链接".into());
-        let quoted = quote_evidence(r.clone());
+        let quoted = quote_evidence(r.clone(), false);
         assert_eq!(quoted.messages, r.messages);
         r.messages[2].reasoning_content = None;
-        let quoted = quote_evidence(r);
+        let quoted = quote_evidence(r, false);
         assert!(quoted.messages[2].reasoning_content.is_some());
         assert_eq!(quoted.messages[4].reasoning_content, None);
     }
@@ -369,7 +493,7 @@ mod tests {
             ],
         }))
         .unwrap();
-        let quoted = quote_evidence(r);
+        let quoted = quote_evidence(r, false);
         let want = "get_product_detail\n坚果礼盒（product_id=p189）";
         assert_eq!(quoted.messages[5].reasoning_content.as_deref(), Some(want));
         assert_eq!(quoted.messages[9].reasoning_content.as_deref(), Some(want));
