@@ -77,13 +77,20 @@ pub fn quote_evidence(mut record: Trajectory, reply_fields: bool) -> Trajectory 
         }
         if !quotes.is_empty() {
             let mut step = plan(message, &stated);
-            let fields = if reply_fields {
-                self::reply_fields(&record.messages[i..])
-            } else {
-                Vec::new()
-            };
-            if !fields.is_empty() {
-                step = format!("{step} → {}", fields.join(", "));
+            let reply = reply_fields
+                .then(|| self::reply_fields(&record.messages[i..]))
+                .flatten();
+            if let Some((at, fields)) = reply {
+                let fields = format!("→ {}", fields.join(", "));
+                step = format!("{step} {fields}");
+                let reply = &mut record.messages[i + at];
+                if reply
+                    .reasoning_content
+                    .as_deref()
+                    .is_none_or(|r| r.trim().is_empty())
+                {
+                    reply.reasoning_content = Some(fields);
+                }
             }
             quotes.insert(0, step);
             record.messages[i].reasoning_content = Some(quotes.join("\n"));
@@ -184,19 +191,19 @@ fn plan(message: &Message, stated: &[String]) -> String {
     calls.collect::<Vec<_>>().join(", ")
 }
 
-/// The keys of the tool-result fields whose values the reply states, in the results' order: what the
-/// reply will say, decided in the plan right after the viewer's message (`→ title, price` for a price
-/// question, `→ title, 高度` for a spec one) instead of where the reply begins, hundreds of tokens
-/// later. `turn[0]` is the calling message; its results are the tool messages up to the reply (the
-/// first assistant text after it, retried calls between). A value stated only as part of a longer
-/// stated value (the brand inside the title) and the calls' own argument values are not counted.
-fn reply_fields(turn: &[Message]) -> Vec<String> {
-    let Some(reply_at) = turn
+/// The reply's index in `turn` and the keys of the tool-result fields whose values it states, in the
+/// results' order (`None` when it states none): what the reply will say, decided in the plan right
+/// after the viewer's message (`→ title, price` for a price question, `→ title, 高度` for a spec one)
+/// and restated as the reply's own reasoning, so the reply reads it a few tokens back rather than
+/// from the viewer's message hundreds of tokens away (the restatement itself is an induction copy:
+/// the `→` that opens it matches the plan's). `turn[0]` is the calling message; its results are the
+/// tool messages up to the reply (the first assistant text after it, retried calls between). A value
+/// stated only inside a longer stated value (the brand inside the title) and the calls' own argument
+/// values are not counted.
+fn reply_fields(turn: &[Message]) -> Option<(usize, Vec<String>)> {
+    let reply_at = turn
         .iter()
-        .position(|m| m.role == Role::Assistant && m.tool_calls.is_empty())
-    else {
-        return Vec::new();
-    };
+        .position(|m| m.role == Role::Assistant && m.tool_calls.is_empty())?;
     let reply = turn[reply_at].text_content();
     let arguments: Vec<String> = turn[..reply_at]
         .iter()
@@ -224,7 +231,7 @@ fn reply_fields(turn: &[Message]) -> Vec<String> {
             keys.push(key.clone());
         }
     }
-    keys
+    (!keys.is_empty()).then_some((reply_at, keys))
 }
 
 /// The `(key, value)` pairs of every string or number under an object key, depth first.
@@ -428,10 +435,15 @@ mod tests {
             );
             r.messages[3].content = Some(crate::record::Content::Text(result.into()));
             r.messages[4].content = Some(crate::record::Content::Text(reply.into()));
-            let quoted = quote_evidence(r, true).messages[2]
-                .reasoning_content
-                .clone();
-            quoted.and_then(|q| q.lines().next().map(str::to_string))
+            let quoted = quote_evidence(r, true);
+            let plan = quoted.messages[2].reasoning_content.clone();
+            let plan = plan.and_then(|q| q.lines().next().map(str::to_string));
+            // The reply restates the plan's fields.
+            let restated = plan
+                .as_deref()
+                .and_then(|p| p.find('→').map(|at| p[at..].to_string()));
+            assert_eq!(quoted.messages[4].reasoning_content, restated);
+            plan
         };
         let result = r#"{"product_id":"p189","title":"果仁坊每日坚果礼盒","brand":"果仁坊","price":169,"specs":{"净含量":"750克","保质期":"240天"}}"#;
         // The brand is stated only inside the title, the id is the call's own argument.

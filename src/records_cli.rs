@@ -56,9 +56,9 @@ pub enum RecordsCommand {
         #[arg(long)]
         quote_evidence: bool,
         /// With --quote-evidence, the plan also names the tool-result fields the reply states
-        /// (`load_skill product-qa, get_product_detail → title, price`): what the reply will say is
-        /// chosen right after the viewer's message. Read from the whole record, so it holds on
-        /// --first-turn rows too.
+        /// (`load_skill product-qa, get_product_detail → title, price`), chosen right after the
+        /// viewer's message, and the reply's reasoning restates them (`→ title, price`). Read from
+        /// the whole record, so the plan holds on --first-turn rows too.
         #[arg(long, requires = "quote_evidence")]
         plan_reply: bool,
     },
