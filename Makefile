@@ -214,10 +214,12 @@ ROOM_ONLY := --dialogue-only --keep-sections '$(STATE_SECTIONS)'
 # cat --quote-evidence`, src/evidence.rs), in training and probe rows; the copy stage's one-id rows stay
 # unquoted, so it crosses its plateau as before (quoted, it did not in 300 steps). On taolive, from the same
 # copy stage: tasks solved 0.320 → 0.410 on the 200 primary tasks (21 / 3, p = 0.0003), free-running product
-# id right 28 → 51 of 123 (learning-default.md, forty-first session). On by default for taolive only:
-# other harnesses are not measured with it.
+# id right 28 → 51 of 123 (learning-default.md, forty-first session). The plan also names the result fields
+# the reply states and the reply's reasoning restates them (`--plan-reply`: `→ title, price`); with the
+# polish below, tasks solved 0.410 → 0.480 / 0.565 on two seeds, right tool 0.883 → 0.949 / 0.949 (forty-second
+# session). On by default for taolive only: other harnesses are not measured with it.
 QUOTE_EVIDENCE ?= $(if $(filter %taolive %taolive/,$(HARNESS)),1,0)
-EVIDENCE := $(if $(filter 1,$(QUOTE_EVIDENCE)),--quote-evidence)
+EVIDENCE := $(if $(filter 1,$(QUOTE_EVIDENCE)),--quote-evidence --plan-reply)
 checkpoint = $(1)/checkpoint-$(shell printf %06d $(2))
 
 # The curriculum's rows from $(DISTILL)'s teacher data, into $(CURRICULUM)/ (make reproduce builds them in its
@@ -228,8 +230,10 @@ curriculum-data:
 	$(HAT) sim copy-task --n $(LOOKUP_COPY_ROWS) --seed $$(($(SEED) + 1)) $(CATALOG) | $(HAT) records cat $(EVIDENCE) -o $(CURRICULUM)/copy.jsonl
 	$(HAT) records cat $(EVIDENCE) --first-turn $(ROOM_ONLY) --rename-ids $(SEED) -i $(DISTILL)/teacher.original.jsonl -o $(CURRICULUM)/room.jsonl
 	$(HAT) records cat $(EVIDENCE) $(ROOM_ONLY) --rename-ids $$(($(SEED) + 1)) -i $(DISTILL)/teacher.original.jsonl -o $(CURRICULUM)/dialog.jsonl
-	for f in teacher.full teacher.first; do \
-		$(HAT) records cat $(EVIDENCE) --rename-ids $(SEED) -i $(DISTILL)/$$f.jsonl -o $(CURRICULUM)/$$f.renamed.jsonl; done
+	$(HAT) records cat $(EVIDENCE) --rename-ids $(SEED) -i $(DISTILL)/teacher.full.jsonl -o $(CURRICULUM)/teacher.full.renamed.jsonl
+	# Cut here rather than from teacher.first.jsonl: the plan reads what the whole record's reply states.
+	$(HAT) records cat $(EVIDENCE) --first-turn --rename-ids $(SEED) -i $(DISTILL)/teacher.first.full.jsonl \
+		-o $(CURRICULUM)/teacher.first.renamed.jsonl
 	cat $(CURRICULUM)/copy.jsonl $(CURRICULUM)/room.jsonl > $(CURRICULUM)/lookup.jsonl
 	cat $(CURRICULUM)/lookup.jsonl $(CURRICULUM)/dialog.jsonl > $(CURRICULUM)/reply.jsonl
 
@@ -321,8 +325,9 @@ rl: build
 # fixed    fixed-harness SFT from base (original-harness episodes)          } equal compute: same steps,
 # hsa      HSA-SFT from base (original + train-pool HSA variants)          } batch, seed; both keep the
 #          base's room-state rows and rename product ids per record (only copying lowers their loss);
-#          each arm's SFT (into ARM/sft) is followed by the same reply polish, R_POLISH_STEPS of the
-#          room-state dialogues alone, into ARM: replies that state what the tools returned
+#          each arm's SFT (into ARM/sft) is followed by a reply polish, R_POLISH_STEPS of the room-state
+#          dialogues and a third of the arm's full episodes, into ARM: replies that state what the tools
+#          returned
 # opd      OPD from HSA-SFT (R_OPD below): base as the general prompts' teacher, HSA-SFT as the domain
 #          prompts' (OPD_DOMAIN_SHARE of them): restores what SFT eroded
 # rl       HSA-RL (grpo-train) from OPD, train-pool variants and the original harness, faults on, KL to OPD
@@ -355,24 +360,29 @@ OPD_SEED ?= $(SEED)
 GENERAL_EVAL ?= 200
 R_BASE_STEPS ?= 1000
 R_SFT_STEPS ?= 200
-# The reply polish after each SFT arm: R_POLISH_STEPS on the room-state dialogues (the calls, the tool
-# results and the reply under a ~200-token prompt, ids renamed), 1e-3 decayed to 0 on a cosine. On HSA-SFT,
-# two data-order seeds: effectiveness 0.333 → 0.372 / 0.380 (14 / 3, 22 / 10 tasks), right tool 0.832 →
-# 0.883 / 0.876; held at 1e-3 instead, one seed gained and the other lost 18 points of skill selection
-# (docs/learning-default.md, thirty-ninth session). On harness-samples/aftersales, whose dialogue rows then kept
-# no prompt, it broke HSA-SFT on two seeds (docs/reproduce.md, "Another harness"; they keep its order block
-# now, STATE_SECTIONS, not yet measured), so it is on by default
-# for taolive only: R_POLISH_STEPS=600 turns it on for another harness, to be measured there; at 0 the
-# stage's model is its SFT checkpoint, linked into ARM/.
-R_POLISH_STEPS ?= $(if $(filter %taolive %taolive/,$(HARNESS)),600,0)
-R_POLISH = $(TD) train $(STAGE_FLAGS) --lr-scheduler-type cosine --tokenizer $(R_DATA)/tokenizer \
-	--records $(R_DATA)/dialog.jsonl --max-steps $(R_POLISH_STEPS) --save-steps $(R_POLISH_STEPS)
+# The reply polish after each SFT arm: R_POLISH_STEPS, 1e-3 decayed to 0 on a cosine, on the room-state
+# dialogues (the calls, the tool results and the reply under a ~200-token prompt, ids renamed) and a third
+# of the arm's own full episodes (polish.ARM.jsonl: its harnesses and tool lists, so the polish does not wear
+# down the reading of tool names). Six hundred steps on the dialogues alone, on HSA-SFT, two data-order
+# seeds: effectiveness 0.333 → 0.372 / 0.380, right tool 0.832 → 0.883 / 0.876 (thirty-ninth session);
+# 1,800 steps on them alone found the product more often but made the clarifying question a coin flip between
+# seeds (0–24 of 35 clarify tasks) and cost the held-out variants 7–8 points of right tool; 1,800 on the mix,
+# from the plan-reply HSA-SFT, two seeds: solved 0.410 → 0.480 / 0.565, right tool 0.883 → 0.949 / 0.949,
+# skill selection 0.900 → 0.955 / 0.960, variants right tool kept (0.664 → 0.679 / 0.693)
+# (docs/learning-default.md, forty-second session). On
+# harness-samples/aftersales, whose dialogue rows then kept no prompt, the dialogue polish broke HSA-SFT on two
+# seeds (docs/reproduce.md, "Another harness"; they keep its order block now, STATE_SECTIONS, not yet
+# measured), so it is on by default for taolive only: R_POLISH_STEPS=1800 turns it on for another harness, to
+# be measured there; at 0 the stage's model is its SFT checkpoint, linked into ARM/.
+R_POLISH_STEPS ?= $(if $(filter %taolive %taolive/,$(HARNESS)),1800,0)
 # The polish of arm $(1) from its SFT model into $(REPRO)/$(1), or with R_POLISH_STEPS=0 that model linked there
 # (an earlier polish's checkpoints, metrics and plot removed first).
 r-polish = $(if $(filter 0,$(R_POLISH_STEPS)),\
 	rm -rf $(REPRO)/$(1)/checkpoint-* $(addprefix $(REPRO)/$(1)/,metrics.jsonl loss.svg train_summary.json) && \
 	ln -s sft/$$(basename $(call R_CKPT,$(1)/sft)) $(REPRO)/$(1)/,\
-	$(R_POLISH) --model-init $(call R_CKPT,$(1)/sft) --out $(REPRO)/$(1))
+	$(TD) train $(STAGE_FLAGS) --lr-scheduler-type cosine --tokenizer $(R_DATA)/tokenizer \
+		--records $(R_DATA)/polish.$(1).jsonl --max-steps $(R_POLISH_STEPS) --save-steps $(R_POLISH_STEPS) \
+		--model-init $(call R_CKPT,$(1)/sft) --out $(REPRO)/$(1))
 R_OPD_STEPS ?= $(OPD_STEPS)
 R_RL_STEPS ?= $(RL_STEPS)
 # The RL stage's k3 KL to its start (grpo-train --beta) and how many times the original harness is listed
@@ -411,6 +421,9 @@ $(REPRO)/data.done:
 	cat $(R_DATA)/teacher.fixed.full.renamed.jsonl $(R_DATA)/teacher.fixed.first.renamed.jsonl $(R_DATA)/reply.jsonl > $(R_DATA)/sft.fixed.jsonl
 	cat $(R_DATA)/teacher.full.renamed.jsonl $(R_DATA)/teacher.first.renamed.jsonl $(R_DATA)/reply.jsonl > $(R_DATA)/sft.hsa.jsonl
 	cat $(R_DATA)/general-train.jsonl $(R_DATA)/reply.jsonl > $(R_DATA)/base-records.jsonl
+	for arm in fixed:teacher.fixed.full hsa:teacher.full; do \
+		{ cat $(R_DATA)/dialog.jsonl && $(HAT) records cat --shard 0/3 -i $(R_DATA)/$${arm#*:}.renamed.jsonl; } \
+			> $(R_DATA)/polish.$${arm%%:*}.jsonl; done
 	$(call r-end,data)
 
 $(REPRO)/copy.done: $(REPRO)/data.done

@@ -28,6 +28,11 @@
 //! viewer's words name nothing in the entry ("这个多少钱"), the quote is the first entry holding the
 //! value, with the heading line above it when it starts a line (the product on screen). Messages that
 //! already carry reasoning are left as they are.
+//!
+//! With `reply_fields` (`hat records cat --plan-reply`) the plan also names what the reply will state
+//! and the reply restates it ([`reply_fields`]): the reply's content is then chosen right after the
+//! viewer's message too, not ~500 tokens later behind the skill body and the tool result
+//! (docs/learning-default.md, forty-second session).
 
 use serde_json::Value;
 
