@@ -215,8 +215,8 @@ ROOM_ONLY := --dialogue-only --keep-sections '$(STATE_SECTIONS)'
 # unquoted, so it crosses its plateau as before (quoted, it did not in 300 steps). On taolive, from the same
 # copy stage: tasks solved 0.320 → 0.410 on the 200 primary tasks (21 / 3, p = 0.0003), free-running product
 # id right 28 → 51 of 123 (learning-default.md, forty-first session). On by default for taolive only:
-# other harnesses are not measured with it. (`--plan-reply`, the plan naming what the reply states, is not
-# on: under the mixed polish below it changed nothing measurable, forty-second session.)
+# other harnesses are not measured with it. (A plan naming what the reply states, `--plan-reply` at 3a21224,
+# changed nothing measurable under the mixed polish below and was reverted: forty-second session.)
 QUOTE_EVIDENCE ?= $(if $(filter %taolive %taolive/,$(HARNESS)),1,0)
 EVIDENCE := $(if $(filter 1,$(QUOTE_EVIDENCE)),--quote-evidence)
 checkpoint = $(1)/checkpoint-$(shell printf %06d $(2))
@@ -365,7 +365,7 @@ R_SFT_STEPS ?= 200
 # 1,800 steps on them alone found the product more often but made the clarifying question a coin flip between
 # seeds (0–24 of 35 clarify tasks) and cost the held-out variants 7–8 points of right tool; 1,800 on the mix,
 # from the quoted HSA-SFT: solved 0.410 → 0.495, right tool 0.883 → 0.942, skill selection 0.900 → 0.950,
-# variants solved 0.210 → 0.235, right tool 0.664 → 0.708 (and from the --plan-reply HSA-SFT, two seeds:
+# variants solved 0.210 → 0.235, right tool 0.664 → 0.708 (and from the plan-reply HSA-SFT, two seeds:
 # solved 0.480 / 0.565, right tool 0.949 / 0.949) (docs/learning-default.md, forty-second session). On
 # harness-samples/aftersales, whose dialogue rows then kept no prompt, the dialogue polish broke HSA-SFT on two
 # seeds (docs/reproduce.md, "Another harness"; they keep its order block now, STATE_SECTIONS, not yet

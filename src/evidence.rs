@@ -28,19 +28,13 @@
 //! viewer's words name nothing in the entry ("这个多少钱"), the quote is the first entry holding the
 //! value, with the heading line above it when it starts a line (the product on screen). Messages that
 //! already carry reasoning are left as they are.
-//!
-//! With `reply_fields` (`hat records cat --plan-reply`) the plan also names what the reply will state
-//! and the reply restates it ([`reply_fields`]): the reply's content is then chosen right after the
-//! viewer's message too, not ~500 tokens later behind the skill body and the tool result
-//! (docs/learning-default.md, forty-second session).
 
 use serde_json::Value;
 
 use crate::record::{Message, Role, Trajectory};
 
-/// `record` with evidence quotes added before its lookups (see the module documentation); with
-/// `reply_fields`, the plan also names the result fields the reply states ([`reply_fields`]).
-pub fn quote_evidence(mut record: Trajectory, reply_fields: bool) -> Trajectory {
+/// `record` with evidence quotes added before its lookups (see the module documentation).
+pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
     let Some(prompt) = record
         .messages
         .first()
@@ -81,23 +75,7 @@ pub fn quote_evidence(mut record: Trajectory, reply_fields: bool) -> Trajectory 
             }
         }
         if !quotes.is_empty() {
-            let mut step = plan(message, &stated);
-            let reply = reply_fields
-                .then(|| self::reply_fields(&record.messages[i..]))
-                .flatten();
-            if let Some((at, fields)) = reply {
-                let fields = format!("→ {}", fields.join(", "));
-                step = format!("{step} {fields}");
-                let reply = &mut record.messages[i + at];
-                if reply
-                    .reasoning_content
-                    .as_deref()
-                    .is_none_or(|r| r.trim().is_empty())
-                {
-                    reply.reasoning_content = Some(fields);
-                }
-            }
-            quotes.insert(0, step);
+            quotes.insert(0, plan(message, &stated));
             record.messages[i].reasoning_content = Some(quotes.join("\n"));
         }
     }
@@ -196,74 +174,6 @@ fn plan(message: &Message, stated: &[String]) -> String {
     calls.collect::<Vec<_>>().join(", ")
 }
 
-/// The reply's index in `turn` and the keys of the tool-result fields whose values it states, in the
-/// results' order (`None` when it states none): what the reply will say, decided in the plan right
-/// after the viewer's message (`→ title, price` for a price question, `→ title, 高度` for a spec one)
-/// and restated as the reply's own reasoning, so the reply reads it a few tokens back rather than
-/// from the viewer's message hundreds of tokens away (the restatement itself is an induction copy:
-/// the `→` that opens it matches the plan's). `turn[0]` is the calling message; its results are the
-/// tool messages up to the reply (the first assistant text after it, retried calls between). A value
-/// stated only inside a longer stated value (the brand inside the title) and the calls' own argument
-/// values are not counted.
-fn reply_fields(turn: &[Message]) -> Option<(usize, Vec<String>)> {
-    let reply_at = turn
-        .iter()
-        .position(|m| m.role == Role::Assistant && m.tool_calls.is_empty())?;
-    let reply = turn[reply_at].text_content();
-    let arguments: Vec<String> = turn[..reply_at]
-        .iter()
-        .flat_map(|m| &m.tool_calls)
-        .filter_map(|c| c.function.parsed_arguments().ok())
-        .flat_map(|args| args.into_values().map(|v| leaf_text(&v)))
-        .flatten()
-        .collect();
-    let mut leaves = Vec::new();
-    for m in turn[..reply_at].iter().filter(|m| m.role == Role::Tool) {
-        if let Ok(v) = serde_json::from_str::<Value>(&m.text_content()) {
-            collect_leaves(&v, &mut leaves);
-        }
-    }
-    let stated: Vec<&(String, String)> = leaves
-        .iter()
-        .filter(|(_, v)| !v.is_empty() && reply.contains(v.as_str()) && !arguments.contains(v))
-        .collect();
-    let mut keys: Vec<String> = Vec::new();
-    for (key, value) in &stated {
-        let inside_longer = stated
-            .iter()
-            .any(|(_, other)| other.len() > value.len() && other.contains(value.as_str()));
-        if !inside_longer && !keys.contains(key) {
-            keys.push(key.clone());
-        }
-    }
-    (!keys.is_empty()).then_some((reply_at, keys))
-}
-
-/// The `(key, value)` pairs of every string or number under an object key, depth first.
-fn collect_leaves(value: &Value, out: &mut Vec<(String, String)>) {
-    match value {
-        Value::Object(map) => {
-            for (key, v) in map {
-                match leaf_text(v) {
-                    Some(text) => out.push((key.clone(), text)),
-                    None => collect_leaves(v, out),
-                }
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|v| collect_leaves(v, out)),
-        _ => {}
-    }
-}
-
-/// A string or number as the reply would write it.
-fn leaf_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
 /// `pos`, moved past one closing bracket right after it.
 fn closing(entry: &str, pos: usize) -> usize {
     match entry[pos..].chars().next() {
@@ -323,9 +233,7 @@ mod tests {
             "get_product_detail",
             json!({"product_id": "p189"}),
         );
-        quote_evidence(r, false).messages[2]
-            .reasoning_content
-            .clone()
+        quote_evidence(r).messages[2].reasoning_content.clone()
     }
 
     #[test]
@@ -354,9 +262,7 @@ mod tests {
             json!({"product_id": "p189"}),
         );
         assert_eq!(
-            quote_evidence(r, false).messages[2]
-                .reasoning_content
-                .as_deref(),
+            quote_evidence(r).messages[2].reasoning_content.as_deref(),
             Some("load_skill product-qa, get_product_detail\nnuts gift box (product_id=p189)")
         );
     }
@@ -370,7 +276,7 @@ mod tests {
             json!({"product_id": "p384"}),
         );
         assert_eq!(
-            quote_evidence(r, false).messages[2].reasoning_content.as_deref(),
+            quote_evidence(r).messages[2].reasoning_content.as_deref(),
             Some("load_skill product-qa, get_product_detail\n# 当前讲解商品 Current product\n云栖乳胶枕（云栖），商品ID product_id=p384")
         );
         // Named by title, the shortest entry that starts with it wins: the queue's.
@@ -381,9 +287,7 @@ mod tests {
             json!({"product_id": "p384"}),
         );
         assert_eq!(
-            quote_evidence(r, false).messages[2]
-                .reasoning_content
-                .as_deref(),
+            quote_evidence(r).messages[2].reasoning_content.as_deref(),
             Some("load_skill product-qa, get_product_detail\n云栖乳胶枕（product_id=p384）")
         );
     }
@@ -399,9 +303,7 @@ mod tests {
             json!({"item_ref": "p189"}),
         );
         assert_eq!(
-            quote_evidence(r, false).messages[2]
-                .reasoning_content
-                .as_deref(),
+            quote_evidence(r).messages[2].reasoning_content.as_deref(),
             Some(
                 "load_skill product-qa, stock_lookup\n3号链接 果仁坊每日坚果礼盒（item_ref=p189）"
             )
@@ -409,7 +311,7 @@ mod tests {
         // The viewer's own order id, and an id the prompt does not give: nothing to quote.
         for args in [json!({"order_id": "A123"}), json!({"product_id": "p999"})] {
             let r = record(PROMPT, "订单A123到哪了", "get_order_status", args);
-            let quoted = quote_evidence(r.clone(), false);
+            let quoted = quote_evidence(r.clone());
             assert_eq!(quoted.messages, r.messages);
         }
     }
@@ -422,52 +324,9 @@ mod tests {
             "get_shipping_info",
             json!({"product_id": "p189", "region": "广州", "sku_id": "p189-2"}),
         );
-        let reasoning = quote_evidence(r, false).messages[2]
-            .reasoning_content
-            .clone();
+        let reasoning = quote_evidence(r).messages[2].reasoning_content.clone();
         let plan = reasoning.as_deref().and_then(|r| r.lines().next());
         assert_eq!(plan, Some("load_skill product-qa, get_shipping_info 广州"));
-    }
-
-    #[test]
-    fn the_plan_can_name_the_result_fields_the_reply_states() {
-        let with_reply = |result: &str, reply: &str| {
-            let mut r = record(
-                PROMPT,
-                "3号链接多少钱",
-                "get_product_detail",
-                json!({"product_id": "p189"}),
-            );
-            r.messages[3].content = Some(crate::record::Content::Text(result.into()));
-            r.messages[4].content = Some(crate::record::Content::Text(reply.into()));
-            let quoted = quote_evidence(r, true);
-            let plan = quoted.messages[2].reasoning_content.clone();
-            let plan = plan.and_then(|q| q.lines().next().map(str::to_string));
-            // The reply restates the plan's fields.
-            let restated = plan
-                .as_deref()
-                .and_then(|p| p.find('→').map(|at| p[at..].to_string()));
-            assert_eq!(quoted.messages[4].reasoning_content, restated);
-            plan
-        };
-        let result = r#"{"product_id":"p189","title":"果仁坊每日坚果礼盒","brand":"果仁坊","price":169,"specs":{"净含量":"750克","保质期":"240天"}}"#;
-        // The brand is stated only inside the title, the id is the call's own argument.
-        assert_eq!(
-            with_reply(result, "果仁坊每日坚果礼盒现在标价¥169～p189").as_deref(),
-            Some("load_skill product-qa, get_product_detail → title, price")
-        );
-        assert_eq!(
-            with_reply(result, "果仁坊每日坚果礼盒的保质期是240天").as_deref(),
-            Some("load_skill product-qa, get_product_detail → title, 保质期")
-        );
-        // A reply that states nothing from the results, or a result that is not JSON: the plan alone.
-        for (result, reply) in [(result, "好的宝宝"), ("timeout", "果仁坊每日坚果礼盒")]
-        {
-            assert_eq!(
-                with_reply(result, reply).as_deref(),
-                Some("load_skill product-qa, get_product_detail")
-            );
-        }
     }
 
     #[test]
@@ -479,10 +338,10 @@ mod tests {
             json!({"product_id": "p189"}),
         );
         r.messages[2].reasoning_content = Some("看3号链接".into());
-        let quoted = quote_evidence(r.clone(), false);
+        let quoted = quote_evidence(r.clone());
         assert_eq!(quoted.messages, r.messages);
         r.messages[2].reasoning_content = None;
-        let quoted = quote_evidence(r, false);
+        let quoted = quote_evidence(r);
         assert!(quoted.messages[2].reasoning_content.is_some());
         assert_eq!(quoted.messages[4].reasoning_content, None);
     }
@@ -510,7 +369,7 @@ mod tests {
             ],
         }))
         .unwrap();
-        let quoted = quote_evidence(r, false);
+        let quoted = quote_evidence(r);
         let want = "get_product_detail\n坚果礼盒（product_id=p189）";
         assert_eq!(quoted.messages[5].reasoning_content.as_deref(), Some(want));
         assert_eq!(quoted.messages[9].reasoning_content.as_deref(), Some(want));

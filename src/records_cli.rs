@@ -55,12 +55,6 @@ pub enum RecordsCommand {
         /// already carry reasoning are kept as they are.
         #[arg(long)]
         quote_evidence: bool,
-        /// With --quote-evidence, the plan also names the tool-result fields the reply states
-        /// (`load_skill product-qa, get_product_detail → title, price`), chosen right after the
-        /// viewer's message, and the reply's reasoning restates them (`→ title, price`). Read from
-        /// the whole record, so the plan holds on --first-turn rows too.
-        #[arg(long, requires = "quote_evidence")]
-        plan_reply: bool,
     },
 }
 
@@ -74,25 +68,22 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
             keep_sections,
             rename_ids,
             quote_evidence: quote,
-            plan_reply,
         } => {
             let mut records = io.records::<Trajectory>()?;
             let mut writer = io.writer()?;
             let mut written = 0;
             for record in records.by_ref() {
-                let mut record = record?;
-                if *dialogue_only {
-                    record = record.dialogue_only(keep_sections);
-                }
-                // Quoted before the cut: the plan may name what the (cut) reply states.
-                if *quote {
-                    record = quote_evidence(record, *plan_reply);
-                }
+                let record = record?;
                 let record = if *cut {
                     record.first_turn()
                 } else {
                     Some(record)
                 };
+                let record = match record {
+                    Some(r) if *dialogue_only => Some(r.dialogue_only(keep_sections)),
+                    other => other,
+                };
+                let record = record.map(|r| if *quote { quote_evidence(r) } else { r });
                 let record = match (record, rename_ids) {
                     (Some(r), Some(seed)) => Some(rename_product_ids(r, *seed)?),
                     (other, _) => other,

@@ -8,7 +8,7 @@
 #                (`→ title, price`), HSA-SFT 200 from the same base, polish 600 / 1,800 — made with the hat
 #                of becb264 (HAT_FIELDS_ONLY below); the committed --plan-reply also restates them:
 #   rs600/1800   the same, and the reply's reasoning restates the fields (`→ title, price`): `hat records cat
-#                --quote-evidence --plan-reply` as committed
+#                --quote-evidence --plan-reply` at 3a21224 (HAT_PLAN_REPLY below; reverted since)
 #   s2pq, s2rs   polish1800 and rs1800 again with data-order seed 2 (SFT and polish)
 #   mix1800      rs1800 with 1,600 full HSA episodes (tools listed, variants) among the polish rows; s2mix1800
 #                the same with seed 2; pqmix1800 the mixed polish from plan-quote's HSA-SFT (no --plan-reply)
@@ -35,7 +35,7 @@ rows() { # HAT DIR: the SFT and polish rows of an arm
   cat $D/teacher.full.renamed.jsonl $D/teacher.first.renamed.jsonl $D/reply.jsonl > $D/sft.hsa.jsonl
 }
 [ -n "${HAT_FIELDS_ONLY:-}" ] && rows $HAT_FIELDS_ONLY $X/data
-rows $BIN/hat $X/data2
+rows ${HAT_PLAN_REPLY:?a hat binary built at 3a21224, whose --plan-reply restates the fields} $X/data2
 # The mixed polish rows: the dialogues and 1,600 of the 4,794 full HSA episodes (seeded shuffle), for the
 # restated rows (data2) and for plan-quote's (pqmix1800: the mixed polish without --plan-reply).
 for d in $X/data2 $Q/data; do python3 - "$d" <<'PY'
