@@ -7,7 +7,7 @@ use burn::backend::NdArray;
 use hat::eval::probe::{paired, probe, Decision, Probe};
 use hat::eval::rollout::{paired_right_tool, paired_scores, summarise};
 use hat::model::{presets, CausalLm};
-use hat::record::Trajectory;
+use hat::record::{HarnessRef, Trajectory};
 use hat::tokenizer::{save_hf, train_bpe, TrainOptions, QWEN3_CHAT_TEMPLATE};
 use hat::train::trainer::dev_metrics;
 use hat::train::view::ViewBuilder;
@@ -223,17 +223,33 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
     let eval = dir.path().join("eval");
     std::fs::create_dir_all(&eval).unwrap();
     std::fs::create_dir_all(dir.path().join("ifeval")).unwrap();
-    // The first `right` of 20 tasks solved (accuracy 1), the rest not.
+    // The first `right` of 20 tasks solved (accuracy 1), the rest not. Held out, the last five tasks run
+    // under a variant that renames the skill loader, the others under one that keeps it.
+    let renamed: HarnessRef =
+        serde_json::from_value(json!({"name": "shop", "hash": "sha256:aaaa1111ffff",
+        "names": {"tools": {"load_skill": "fetch_body", "check_inventory": "stock"}}}))
+        .unwrap();
+    let kept: HarnessRef =
+        serde_json::from_value(json!({"name": "shop", "hash": "sha256:bbbb2222ffff",
+        "names": {"skills": {"product-qa": "qa"}}}))
+        .unwrap();
     let write_set = |stage: &str, set: &str, right: usize| {
         let lines: Vec<String> = (0..20)
             .map(|i| {
                 let ok = i < right;
-                let t = episode(
+                let mut t = episode(
                     &format!("t{i}"),
                     "product_qa",
                     if ok { "check_inventory" } else { "x" },
                     f64::from(u8::from(ok)),
                 );
+                if set == "heldout" {
+                    t.harness = Some(if i >= 15 {
+                        renamed.clone()
+                    } else {
+                        kept.clone()
+                    });
+                }
                 serde_json::to_string(&t).unwrap()
             })
             .collect();
@@ -354,6 +370,12 @@ fn the_reproduce_report_lays_out_the_table_tests_adjacent_stages_and_checks_the_
         md.contains("| Fixed SFT vs Base | IFEval-lite (prompt strict) | 0 / 8, p = 7.81e-3 | – |"),
         "{md}"
     );
+    // Held-out variants one by one: no stage solves a task under the renamed loader.
+    assert!(
+        md.contains("| `bbbb222`: loader kept; renamed: tools 0, skills 1, argument keys 0 | 1 / 15 | 4 / 15 | 14 / 15 | 14 / 15 | 14 / 15 |"),
+        "{md}"
+    );
+    assert!(md.contains("No stage solves a task under 1 of the 2 variants: `aaaa111`: loader → `fetch_body`; renamed: tools 2, skills 0, argument keys 0."), "{md}");
     assert!(md.contains("OPD from HSA-SFT keeps Live-Stream right tool within 2 points: reproduces — 0.800 → 0.800 (+0.0 points)"), "{md}");
     let svg = std::fs::read_to_string(dir.path().join("scores.svg")).unwrap();
     // 6 rows × 3 QA sets + 4 IFEval bars (the rest absent), plus 6 legend keys.

@@ -1,6 +1,6 @@
 //! The stage-by-stage report of `make reproduce` (`hat report`): every stage's checkpoint measured on
 //! the same held-out sets, laid out like the paper's results table, each cell with its 95% interval and
-//! n, the paired sign test between adjacent stages, the method's four claims checked in sentences (a
+//! n, the paired sign test between adjacent stages, Harness-Variant QA-lite variant by variant, the method's four claims checked in sentences (a
 //! claim that does not reproduce says so instead of hiding its row), the agent-mode latency of the final
 //! model, and the wall-clock of each stage.
 //!
@@ -33,7 +33,7 @@ use crate::general::answers::{compare, Answer, Level, Strictness};
 use crate::general::score::IfevalLite;
 use crate::jsonl::read_all;
 use crate::judge::stats::paired_sign_test;
-use crate::record::Trajectory;
+use crate::record::{HarnessRef, Trajectory};
 
 /// The evaluation sets, as file names and the paper's column names.
 const SETS: [(&str, &str); 3] = [
@@ -169,6 +169,7 @@ pub fn write(a: &ReportArgs) -> Result<String> {
     results_table(&mut md, &rows);
     detail_table(&mut md, &rows);
     paired_tests(&mut md, stages)?;
+    by_variant(&mut md, stages);
     claims(&mut md, stages, oracle.first());
     latency(&mut md, &a.dir)?;
     times(&mut md, &a.dir)?;
@@ -247,6 +248,84 @@ fn paired_tests(md: &mut String, stages: &[Row]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Harness-Variant QA-lite split by the held-out variant each episode ran under (its harness hash), in
+/// the order the variants first appear: a variant no stage solves a task under is a harness change the
+/// method does not yet survive, which the column's average hides. Each variant is named by its hash and
+/// what it renames, the skill loader first (the change every stage so far has failed on).
+fn by_variant(md: &mut String, stages: &[Row]) {
+    let measured: Vec<(&Row, &[Trajectory])> = stages
+        .iter()
+        .filter_map(|r| r.sets.get("heldout").map(|(e, _)| (r, e.as_slice())))
+        .collect();
+    let Some((_, first)) = measured.first() else {
+        return;
+    };
+    let mut variants: Vec<(&str, String)> = Vec::new();
+    for t in *first {
+        if let Some(h) = &t.harness {
+            if !variants.iter().any(|(hash, _)| *hash == h.hash) {
+                variants.push((h.hash.as_str(), variant_label(h)));
+            }
+        }
+    }
+    if variants.len() < 2 {
+        return;
+    }
+    md.push_str("\n## Harness-Variant QA-lite by variant\n\nTasks solved / episodes under each held-out variant.\n\n| variant |");
+    for (r, _) in &measured {
+        let _ = write!(md, " {} |", r.label);
+    }
+    md.push_str("\n|---|");
+    md.push_str(&"---|".repeat(measured.len()));
+    md.push('\n');
+    let mut unsolved = Vec::new();
+    for (hash, label) in &variants {
+        let _ = write!(md, "| {label} |");
+        let mut any = false;
+        for (_, episodes) in &measured {
+            let under: Vec<_> = episodes
+                .iter()
+                .filter(|t| t.harness.as_ref().is_some_and(|h| h.hash == *hash))
+                .collect();
+            let solved = under
+                .iter()
+                .filter(|t| t.meta.get("success").and_then(|v| v.as_bool()) == Some(true))
+                .count();
+            any |= solved > 0;
+            let _ = write!(md, " {solved} / {} |", under.len());
+        }
+        md.push('\n');
+        if !any {
+            unsolved.push(label.as_str());
+        }
+    }
+    if !unsolved.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nNo stage solves a task under {} of the {} variants: {}.",
+            unsolved.len(),
+            variants.len(),
+            unsolved.join("; ")
+        );
+    }
+}
+
+/// `` `259ccd6`: loader → `obtain_skill_body`; renamed: tools 5, skills 7, argument keys 0 ``.
+fn variant_label(h: &HarnessRef) -> String {
+    let short = h.hash.trim_start_matches("sha256:");
+    let short = &short[..short.len().min(7)];
+    let loader = match h.names.tools.get("load_skill") {
+        Some(name) => format!("loader → `{name}`"),
+        None => "loader kept".to_string(),
+    };
+    let params: usize = h.names.params.values().map(|m| m.len()).sum();
+    format!(
+        "`{short}`: {loader}; renamed: tools {}, skills {}, argument keys {params}",
+        h.names.tools.len(),
+        h.names.skills.len()
+    )
 }
 
 fn verdict(ok: bool) -> &'static str {
