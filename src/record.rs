@@ -44,6 +44,12 @@ impl Trajectory {
             .map_or("unknown".into(), |t| t.intent.to_string())
     }
 
+    /// Whether the episode solved its task (`meta.success`, set by the judge: the expected calls made,
+    /// the facts stated, the limits kept); false for an unscored record.
+    pub fn solved(&self) -> bool {
+        self.meta.get("success").and_then(|v| v.as_bool()) == Some(true)
+    }
+
     /// The record up to and including its first trained assistant message, as a record of its own (id
     /// suffixed `#first-turn`; judge scores dropped, they judged the whole episode); `None` without one.
     pub fn first_turn(mut self) -> Option<Trajectory> {

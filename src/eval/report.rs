@@ -1,8 +1,8 @@
 //! The stage-by-stage report of `make reproduce` (`hat report`): every stage's checkpoint measured on
 //! the same held-out sets, laid out like the paper's results table, each cell with its 95% interval and
-//! n, the paired sign test between adjacent stages, Harness-Variant QA-lite variant by variant, the method's four claims checked in sentences (a
-//! claim that does not reproduce says so instead of hiding its row), the agent-mode latency of the final
-//! model, and the wall-clock of each stage.
+//! n, the paired sign test between adjacent stages, Harness-Variant QA-lite variant by variant, the
+//! method's four claims checked in sentences (a claim that does not reproduce says so instead of hiding
+//! its row), the agent-mode latency of the final model, and the wall-clock of each stage.
 //!
 //! It reads what the Make stages wrote under one directory:
 //! * `eval/STAGE.SET.jsonl` — the stage's scored episodes on SET (`teacher-distill eval --episodes`,
@@ -142,10 +142,7 @@ impl Row {
 /// The paired sign test of B against A on solved tasks: (B solves where A does not, the reverse, p).
 fn paired_success(a: &[Trajectory], b: &[Trajectory]) -> (u64, u64, f64) {
     fn solved(side: &[Trajectory]) -> impl Iterator<Item = (&str, bool)> {
-        side.iter().map(|t| {
-            let ok = t.meta.get("success").and_then(|v| v.as_bool()) == Some(true);
-            (t.id.as_str(), ok)
-        })
+        side.iter().map(|t| (t.id.as_str(), t.solved()))
     }
     paired_sign_test(solved(a), solved(b))
 }
@@ -285,16 +282,16 @@ fn by_variant(md: &mut String, stages: &[Row]) {
         let _ = write!(md, "| {label} |");
         let mut any = false;
         for (_, episodes) in &measured {
-            let under: Vec<_> = episodes
+            let (mut n, mut solved) = (0, 0);
+            for t in episodes
                 .iter()
                 .filter(|t| t.harness.as_ref().is_some_and(|h| h.hash == *hash))
-                .collect();
-            let solved = under
-                .iter()
-                .filter(|t| t.meta.get("success").and_then(|v| v.as_bool()) == Some(true))
-                .count();
+            {
+                n += 1;
+                solved += usize::from(t.solved());
+            }
             any |= solved > 0;
-            let _ = write!(md, " {solved} / {} |", under.len());
+            let _ = write!(md, " {solved} / {n} |");
         }
         md.push('\n');
         if !any {

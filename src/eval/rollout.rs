@@ -134,10 +134,7 @@ pub fn summarise(label: &str, episodes: &[Trajectory], errors: usize) -> EvalSum
         episodes.iter().filter_map(f).collect()
     };
     let or_zero = |x: Option<f64>| Some(x.unwrap_or(0.0));
-    let success = episodes
-        .iter()
-        .filter(|t| t.meta.get("success").and_then(|v| v.as_bool()) == Some(true))
-        .count();
+    let success = episodes.iter().filter(|t| t.solved()).count();
     EvalSummary {
         harness: label.to_string(),
         episodes: episodes.len(),
