@@ -20,9 +20,18 @@
 //! product twice as often (docs/learning-default.md, forty-first session); with the copy stage's own
 //! rows quoted it never copied at all (thirty-ninth).
 //!
-//! [`quote_evidence`] adds the plan and the quotes as the `reasoning_content` of every assistant message
-//! whose call carries an argument the prompt states in the call's own form, `key=value` (the harness's
-//! templates word ids with the argument key, so a renamed key is found too). The quote is the
+//! A call's *name* is looked up the same way when the prompt states it in backticks: the skills
+//! section says which tool loads a skill (`需要细则时调用 `load_skill` 工具`), and a harness that renames
+//! the loader renames it there. A model that writes `load_skill` from memory fails under every harness
+//! that calls it something else (docs/learning-default.md, forty-third session); one that first quotes
+//! the clause naming it — constant words, then the name, continued from the prompt where the same words
+//! stand — writes the plan's first name a line after the quote. So the reasoning opens with those
+//! clauses, then the plan, then the evidence.
+//!
+//! [`quote_evidence`] adds the name clauses, the plan and the quotes as the `reasoning_content` of every
+//! assistant message that calls a tool the prompt names in backticks or whose call carries an argument
+//! the prompt states in the call's own form, `key=value` (the harness's templates word ids with the
+//! argument key, so a renamed key is found too). The quote is the
 //! shortest span of one prompt entry (a line, or an item of a `、`-separated list) that begins with
 //! the longest run of the viewer's words and ends with `key=value` and a closing bracket. When the
 //! viewer's words name nothing in the entry ("这个多少钱"), the quote is the first entry holding the
@@ -66,6 +75,14 @@ pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
             .collect::<Vec<_>>()
             .join("\n");
         let stated = stated_arguments(message, &prompt);
+        let mut names: Vec<&str> = Vec::new();
+        for call in &message.tool_calls {
+            if let Some(q) = name_clause(&prompt, &call.function.name) {
+                if !names.contains(&q) {
+                    names.push(q);
+                }
+            }
+        }
         let mut quotes: Vec<String> = Vec::new();
         for kv in &stated {
             if let Some(q) = quote(&prompt, &viewer, kv) {
@@ -74,9 +91,14 @@ pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
                 }
             }
         }
-        if !quotes.is_empty() {
-            quotes.insert(0, plan(message, &stated));
-            record.messages[i].reasoning_content = Some(quotes.join("\n"));
+        if !names.is_empty() || !quotes.is_empty() {
+            let plan = plan(message, &stated);
+            let lines: Vec<&str> = names
+                .into_iter()
+                .chain([plan.as_str()])
+                .chain(quotes.iter().map(String::as_str))
+                .collect();
+            record.messages[i].reasoning_content = Some(lines.join("\n"));
         }
     }
     record
@@ -103,6 +125,20 @@ fn stated_arguments(message: &Message, prompt: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// The clause of the prompt that first names tool `name` in backticks, up to its closing backtick
+/// (`需要细则时调用 `load_skill``), or `None` when the prompt never does. A clause starts after the last
+/// punctuation mark or line break before the name.
+fn name_clause<'a>(prompt: &'a str, name: &str) -> Option<&'a str> {
+    let ticked = format!("`{name}`");
+    let at = prompt.find(&ticked)?;
+    let start = prompt[..at]
+        .rfind(['；', ';', '，', ',', '。', '.', '：', ':', '\n'])
+        .map_or(0, |p| {
+            p + prompt[p..].chars().next().map_or(1, char::len_utf8)
+        });
+    Some(prompt[start..at + ticked.len()].trim())
 }
 
 /// The quote for `stated` (`key=value`), or `None` when the prompt holds it in no entry.
@@ -327,6 +363,35 @@ mod tests {
         let reasoning = quote_evidence(r).messages[2].reasoning_content.clone();
         let plan = reasoning.as_deref().and_then(|r| r.lines().next());
         assert_eq!(plan, Some("load_skill product-qa, get_shipping_info 广州"));
+    }
+
+    #[test]
+    fn a_tool_the_prompt_names_is_quoted_before_the_plan() {
+        let skills = "# 技能目录 Skills\n先判断观众意图，选一个最合适的技能；需要细则时调用 `obtain_skill_body` 工具（参数 name）读取技能正文。\nCall `obtain_skill_body` with its name.";
+        let prompt = format!("{PROMPT}\n\n{skills}");
+        let mut r = record(
+            &prompt,
+            "momo：3号链接多少钱",
+            "get_product_detail",
+            json!({"product_id": "p189"}),
+        );
+        r.messages[2].tool_calls[0].function.name = "obtain_skill_body".into();
+        assert_eq!(
+            quote_evidence(r.clone()).messages[2].reasoning_content.as_deref(),
+            Some("需要细则时调用 `obtain_skill_body`\nobtain_skill_body product-qa, get_product_detail\n3号链接 果仁坊每日坚果礼盒（product_id=p189）")
+        );
+        // A call with nothing to look up (chat) is quoted and planned too.
+        r.messages[2].tool_calls.truncate(1);
+        r.messages[2].tool_calls[0].function.arguments = "{\"name\":\"casual-chat\"}".into();
+        assert_eq!(
+            quote_evidence(r.clone()).messages[2]
+                .reasoning_content
+                .as_deref(),
+            Some("需要细则时调用 `obtain_skill_body`\nobtain_skill_body casual-chat")
+        );
+        // A name the prompt never puts in backticks is not quoted.
+        r.messages[2].tool_calls[0].function.name = "load_skill".into();
+        assert_eq!(quote_evidence(r).messages[2].reasoning_content, None);
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub fn rename_product_ids(record: Trajectory, seed: u64) -> Result<Trajectory> {
 }
 
 /// Calls `f` on every string inside `value`, object keys excepted.
-fn visit_strings(value: &mut Value, f: &mut dyn FnMut(&mut String)) {
+pub(crate) fn visit_strings(value: &mut Value, f: &mut dyn FnMut(&mut String)) {
     match value {
         Value::String(s) => f(s),
         Value::Array(items) => items.iter_mut().for_each(|v| visit_strings(v, f)),

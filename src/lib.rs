@@ -10,6 +10,7 @@ pub mod eval;
 pub mod evidence;
 pub mod evolve;
 pub mod fresh_ids;
+pub mod fresh_names;
 pub mod fuzz;
 pub mod general;
 pub mod harness;

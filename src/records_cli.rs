@@ -2,11 +2,12 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Subcommand;
 
 use crate::evidence::quote_evidence;
 use crate::fresh_ids::rename_product_ids;
+use crate::fresh_names::rename_prompt_tools;
 use crate::jsonl::JsonlArgs;
 use crate::record::Trajectory;
 
@@ -48,10 +49,21 @@ pub enum RecordsCommand {
         /// the id from the prompt does (`src/fresh_ids.rs`).
         #[arg(long, value_name = "SEED")]
         rename_ids: Option<u64>,
+        /// In a share of records (`--fresh-tool-share`), rename each tool the system prompt names in
+        /// backticks (the skill loader) everywhere in the record to a name drawn for that record from
+        /// HSA's train pool, from this seed: memorising the loader's name then lowers no loss, only
+        /// copying it from the prompt does (`src/fresh_names.rs`). Runs before `--dialogue-only` and
+        /// `--quote-evidence`.
+        #[arg(long, value_name = "SEED")]
+        fresh_tool_names: Option<u64>,
+        /// With `--fresh-tool-names`: the share of records renamed (the rest keep the harness's names).
+        #[arg(long, default_value_t = 0.5, requires = "fresh_tool_names")]
+        fresh_tool_share: f64,
         /// Before each call whose argument the prompt states as `key=value` (a product id from the
-        /// room state), add reasoning that names the message's calls (the plan: which skill and tool)
-        /// and then quotes the prompt's entry for the argument, from the viewer's words to the id
-        /// (`src/evidence.rs`): the lookup becomes two copies a small model learns. Messages that
+        /// room state) or whose tool the prompt names in backticks (the skill loader), add reasoning:
+        /// the prompt's clause naming the tool, the plan (the message's calls: which skill and tool),
+        /// then the prompt's entry for the argument, from the viewer's words to the id
+        /// (`src/evidence.rs`): each name and id becomes a copy a small model learns. Messages that
         /// already carry reasoning are kept as they are.
         #[arg(long)]
         quote_evidence: bool,
@@ -67,8 +79,13 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
             dialogue_only,
             keep_sections,
             rename_ids,
+            fresh_tool_names,
+            fresh_tool_share,
             quote_evidence: quote,
         } => {
+            if !(0.0..=1.0).contains(fresh_tool_share) {
+                bail!("--fresh-tool-share {fresh_tool_share}: give a share between 0 and 1");
+            }
             let mut records = io.records::<Trajectory>()?;
             let mut writer = io.writer()?;
             let mut written = 0;
@@ -78,6 +95,13 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
                     record.first_turn()
                 } else {
                     Some(record)
+                };
+                // Before --dialogue-only, which drops the tool list the names are found in.
+                let record = match (record, fresh_tool_names) {
+                    (Some(r), Some(seed)) => {
+                        Some(rename_prompt_tools(r, *seed, *fresh_tool_share)?)
+                    }
+                    (other, _) => other,
                 };
                 let record = match record {
                     Some(r) if *dialogue_only => Some(r.dialogue_only(keep_sections)),
