@@ -25,13 +25,16 @@
 //! the loader renames it there. A model that writes `load_skill` from memory fails under every harness
 //! that calls it something else (docs/learning-default.md, forty-third session); one that first quotes
 //! the clause naming it — constant words, then the name, continued from the prompt where the same words
-//! stand — writes the plan's first name a line after the quote. So the reasoning opens with those
-//! clauses, then the plan, then the evidence.
+//! stand — could write the plan's first name a line after the quote. With `quote_names` (opt-in,
+//! `hat records cat --quote-names`) the reasoning opens with those clauses, then the plan, then the
+//! evidence. Not in the default recipe: trained on such rows, with the loader renamed per record
+//! (`src/fresh_names.rs`), a model wrote names *shaped* like the prompt's (`Playbook…` under
+//! `RetrievePlaybook`) but never the name itself (docs/learning-default.md, forty-fourth session).
 //!
-//! [`quote_evidence`] adds the name clauses, the plan and the quotes as the `reasoning_content` of every
-//! assistant message that calls a tool the prompt names in backticks or whose call carries an argument
-//! the prompt states in the call's own form, `key=value` (the harness's templates word ids with the
-//! argument key, so a renamed key is found too). The quote is the
+//! [`quote_evidence`] adds the plan and the quotes (and the name clauses) as the `reasoning_content` of
+//! every assistant message whose call carries an argument the prompt states in the call's own form,
+//! `key=value` (the harness's templates word ids with the argument key, so a renamed key is found too),
+//! or, with `quote_names`, that calls a tool the prompt names in backticks. The quote is the
 //! shortest span of one prompt entry (a line, or an item of a `、`-separated list) that begins with
 //! the longest run of the viewer's words and ends with `key=value` and a closing bracket. When the
 //! viewer's words name nothing in the entry ("这个多少钱"), the quote is the first entry holding the
@@ -42,8 +45,9 @@ use serde_json::Value;
 
 use crate::record::{Message, Role, Trajectory};
 
-/// `record` with evidence quotes added before its lookups (see the module documentation).
-pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
+/// `record` with evidence quotes added before its lookups, and with `quote_names` the clauses naming its
+/// called tools (see the module documentation).
+pub fn quote_evidence(mut record: Trajectory, quote_names: bool) -> Trajectory {
     let Some(prompt) = record
         .messages
         .first()
@@ -76,7 +80,7 @@ pub fn quote_evidence(mut record: Trajectory) -> Trajectory {
             .join("\n");
         let stated = stated_arguments(message, &prompt);
         let mut names: Vec<&str> = Vec::new();
-        for call in &message.tool_calls {
+        for call in message.tool_calls.iter().filter(|_| quote_names) {
             if let Some(q) = name_clause(&prompt, &call.function.name) {
                 if !names.contains(&q) {
                     names.push(q);
@@ -269,7 +273,9 @@ mod tests {
             "get_product_detail",
             json!({"product_id": "p189"}),
         );
-        quote_evidence(r).messages[2].reasoning_content.clone()
+        quote_evidence(r, false).messages[2]
+            .reasoning_content
+            .clone()
     }
 
     #[test]
@@ -298,7 +304,9 @@ mod tests {
             json!({"product_id": "p189"}),
         );
         assert_eq!(
-            quote_evidence(r).messages[2].reasoning_content.as_deref(),
+            quote_evidence(r, false).messages[2]
+                .reasoning_content
+                .as_deref(),
             Some("load_skill product-qa, get_product_detail\nnuts gift box (product_id=p189)")
         );
     }
@@ -312,7 +320,7 @@ mod tests {
             json!({"product_id": "p384"}),
         );
         assert_eq!(
-            quote_evidence(r).messages[2].reasoning_content.as_deref(),
+            quote_evidence(r, false).messages[2].reasoning_content.as_deref(),
             Some("load_skill product-qa, get_product_detail\n# 当前讲解商品 Current product\n云栖乳胶枕（云栖），商品ID product_id=p384")
         );
         // Named by title, the shortest entry that starts with it wins: the queue's.
@@ -323,7 +331,9 @@ mod tests {
             json!({"product_id": "p384"}),
         );
         assert_eq!(
-            quote_evidence(r).messages[2].reasoning_content.as_deref(),
+            quote_evidence(r, false).messages[2]
+                .reasoning_content
+                .as_deref(),
             Some("load_skill product-qa, get_product_detail\n云栖乳胶枕（product_id=p384）")
         );
     }
@@ -339,7 +349,9 @@ mod tests {
             json!({"item_ref": "p189"}),
         );
         assert_eq!(
-            quote_evidence(r).messages[2].reasoning_content.as_deref(),
+            quote_evidence(r, false).messages[2]
+                .reasoning_content
+                .as_deref(),
             Some(
                 "load_skill product-qa, stock_lookup\n3号链接 果仁坊每日坚果礼盒（item_ref=p189）"
             )
@@ -347,7 +359,7 @@ mod tests {
         // The viewer's own order id, and an id the prompt does not give: nothing to quote.
         for args in [json!({"order_id": "A123"}), json!({"product_id": "p999"})] {
             let r = record(PROMPT, "订单A123到哪了", "get_order_status", args);
-            let quoted = quote_evidence(r.clone());
+            let quoted = quote_evidence(r.clone(), false);
             assert_eq!(quoted.messages, r.messages);
         }
     }
@@ -360,7 +372,9 @@ mod tests {
             "get_shipping_info",
             json!({"product_id": "p189", "region": "广州", "sku_id": "p189-2"}),
         );
-        let reasoning = quote_evidence(r).messages[2].reasoning_content.clone();
+        let reasoning = quote_evidence(r, false).messages[2]
+            .reasoning_content
+            .clone();
         let plan = reasoning.as_deref().and_then(|r| r.lines().next());
         assert_eq!(plan, Some("load_skill product-qa, get_shipping_info 广州"));
     }
@@ -377,21 +391,26 @@ mod tests {
         );
         r.messages[2].tool_calls[0].function.name = "obtain_skill_body".into();
         assert_eq!(
-            quote_evidence(r.clone()).messages[2].reasoning_content.as_deref(),
+            quote_evidence(r.clone(), true).messages[2].reasoning_content.as_deref(),
             Some("需要细则时调用 `obtain_skill_body`\nobtain_skill_body product-qa, get_product_detail\n3号链接 果仁坊每日坚果礼盒（product_id=p189）")
         );
         // A call with nothing to look up (chat) is quoted and planned too.
         r.messages[2].tool_calls.truncate(1);
         r.messages[2].tool_calls[0].function.arguments = "{\"name\":\"casual-chat\"}".into();
         assert_eq!(
-            quote_evidence(r.clone()).messages[2]
+            quote_evidence(r.clone(), true).messages[2]
                 .reasoning_content
                 .as_deref(),
             Some("需要细则时调用 `obtain_skill_body`\nobtain_skill_body casual-chat")
         );
+        // Without quote_names the clause is left out (and a chat call gets no reasoning).
+        assert_eq!(
+            quote_evidence(r.clone(), false).messages[2].reasoning_content,
+            None
+        );
         // A name the prompt never puts in backticks is not quoted.
         r.messages[2].tool_calls[0].function.name = "load_skill".into();
-        assert_eq!(quote_evidence(r).messages[2].reasoning_content, None);
+        assert_eq!(quote_evidence(r, true).messages[2].reasoning_content, None);
     }
 
     #[test]
@@ -403,10 +422,10 @@ mod tests {
             json!({"product_id": "p189"}),
         );
         r.messages[2].reasoning_content = Some("看3号链接".into());
-        let quoted = quote_evidence(r.clone());
+        let quoted = quote_evidence(r.clone(), false);
         assert_eq!(quoted.messages, r.messages);
         r.messages[2].reasoning_content = None;
-        let quoted = quote_evidence(r);
+        let quoted = quote_evidence(r, false);
         assert!(quoted.messages[2].reasoning_content.is_some());
         assert_eq!(quoted.messages[4].reasoning_content, None);
     }
@@ -434,7 +453,7 @@ mod tests {
             ],
         }))
         .unwrap();
-        let quoted = quote_evidence(r);
+        let quoted = quote_evidence(r, false);
         let want = "get_product_detail\n坚果礼盒（product_id=p189）";
         assert_eq!(quoted.messages[5].reasoning_content.as_deref(), Some(want));
         assert_eq!(quoted.messages[9].reasoning_content.as_deref(), Some(want));

@@ -8,9 +8,11 @@
 //! loader names, and a small model learns them as vocabulary: it then ranks a held-out loader name 7th
 //! or lower of the 12 tools its prompt lists, and upsampling the renamed records tenfold only teaches
 //! the same names better (docs/learning-default.md, thirty-seventh session). A name drawn fresh for every
-//! record lowers no loss by memory, only by copying it from the prompt, where `--quote-evidence` quotes
-//! the clause that names it before the call (`src/evidence.rs`) — the move `--rename-ids` makes for
-//! product ids (`src/fresh_ids.rs`), made for the names of tools.
+//! record lowers no loss by memory, only by copying it from the prompt, where `--quote-evidence
+//! --quote-names` quotes the clause that names it before the call (`src/evidence.rs`) — the move
+//! `--rename-ids` makes for product ids (`src/fresh_ids.rs`), made for the names of tools. Measured
+//! once (docs/learning-default.md, forty-fourth session): the model learnt to write names shaped like
+//! the prompt's from this generator's parts, not to copy the name; opt-in, not in `make reproduce`.
 
 use anyhow::{Context, Result};
 

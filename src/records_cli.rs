@@ -60,13 +60,18 @@ pub enum RecordsCommand {
         #[arg(long, default_value_t = 0.5, requires = "fresh_tool_names")]
         fresh_tool_share: f64,
         /// Before each call whose argument the prompt states as `key=value` (a product id from the
-        /// room state) or whose tool the prompt names in backticks (the skill loader), add reasoning:
-        /// the prompt's clause naming the tool, the plan (the message's calls: which skill and tool),
-        /// then the prompt's entry for the argument, from the viewer's words to the id
-        /// (`src/evidence.rs`): each name and id becomes a copy a small model learns. Messages that
+        /// room state), add reasoning that names the message's calls (the plan: which skill and tool)
+        /// and then quotes the prompt's entry for the argument, from the viewer's words to the id
+        /// (`src/evidence.rs`): the lookup becomes two copies a small model learns. Messages that
         /// already carry reasoning are kept as they are.
         #[arg(long)]
         quote_evidence: bool,
+        /// With `--quote-evidence`: open the reasoning of a call whose tool the prompt names in
+        /// backticks (the skill loader) with the prompt's clause that names it
+        /// (`需要细则时调用 `load_skill``), before the plan. Opt-in: measured in
+        /// docs/learning-default.md, forty-fourth session.
+        #[arg(long, requires = "quote_evidence")]
+        quote_names: bool,
     },
 }
 
@@ -82,6 +87,7 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
             fresh_tool_names,
             fresh_tool_share,
             quote_evidence: quote,
+            quote_names,
         } => {
             if !(0.0..=1.0).contains(fresh_tool_share) {
                 bail!("--fresh-tool-share {fresh_tool_share}: give a share between 0 and 1");
@@ -107,7 +113,13 @@ pub fn run(cmd: &RecordsCommand, err: &mut dyn Write) -> Result<i32> {
                     Some(r) if *dialogue_only => Some(r.dialogue_only(keep_sections)),
                     other => other,
                 };
-                let record = record.map(|r| if *quote { quote_evidence(r) } else { r });
+                let record = record.map(|r| {
+                    if *quote {
+                        quote_evidence(r, *quote_names)
+                    } else {
+                        r
+                    }
+                });
                 let record = match (record, rename_ids) {
                     (Some(r), Some(seed)) => Some(rename_product_ids(r, *seed)?),
                     (other, _) => other,
