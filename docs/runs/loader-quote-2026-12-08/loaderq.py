@@ -2,7 +2,8 @@
 the only tool the taolive prompt names in backticks) at the head of the call's reasoning, and, with
 --rename-share P, give a share P of the records a fresh coined loader name (prompt, tool list, calls,
 tool results, reasoning), so that only copying the name from the prompt lowers the loss on it.
-usage: loaderq.py IN OUT [--rename-share P] [--seed S]"""
+usage: loaderq.py IN OUT [--rename-share P] [--seed S] [--any-ticked: rows without a tool list (dialogue-only)
+rename the prompt's first backticked name]"""
 import json, sys, random, re, hashlib
 
 args = sys.argv[1:]
@@ -49,7 +50,7 @@ with open(dst, 'w') as out:
         ms = r['messages']
         prompt = ms[0]['content'] if ms and ms[0]['role'] in ('system', 'developer') and isinstance(ms[0].get('content'), str) else ''
         tools = {t['function']['name'] for t in r.get('tools') or []}
-        named = [t for t in re.findall(r'`([^`]+)`', prompt) if t in tools]
+        named = [t for t in re.findall(r'`([^`]+)`', prompt) if t in tools or (not tools and '--any-ticked' in args)]
         rng = random.Random(int(hashlib.sha256(f'{seed}:{r["id"]}'.encode()).hexdigest()[:16], 16))
         if named and rng.random() < share:
             old, new = named[0], coined(rng)
@@ -62,8 +63,9 @@ with open(dst, 'w') as out:
             for c in m['tool_calls']:
                 q = clause(prompt, c['function']['name'])
                 if q and q not in quotes: quotes.append(q)
-            if not quotes: continue
             had = (m.get('reasoning_content') or '').strip()
+            quotes = [q for q in quotes if q not in had]
+            if not quotes: continue
             m['reasoning_content'] = '\n'.join(quotes + [had or plan(m)]); quoted += 1
         out.write(json.dumps(r, ensure_ascii=False) + '\n')
 print(f'{src}: {n} records, {renamed} renamed, {quoted} messages quoted', file=sys.stderr)
