@@ -6,18 +6,18 @@ use std::path::{Path, PathBuf};
 
 /// Bottom to top. Each CLI module sits with what it composes.
 const LAYERS: &[&[&str]] = &[
-    &[
-        "record",
-        "jsonl",
-        "rng",
-        "fresh_ids",
-        "evidence",
-        "heap",
-    ],
+    &["record", "jsonl", "rng", "fresh_ids", "evidence", "heap"],
     &["harness", "chat", "tokenizer", "tokenizer_cli"],
     &["model"],
     &["sim", "policy"],
-    &["agent", "hsa", "judge", "general", "fresh_names", "records_cli"],
+    &[
+        "agent",
+        "hsa",
+        "judge",
+        "general",
+        "fresh_names",
+        "records_cli",
+    ],
     &["train", "eval", "distill", "rl", "opd", "evolve"],
     &["serve", "replay", "service"],
     &["fuzz"],
