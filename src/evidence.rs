@@ -48,12 +48,7 @@ use crate::record::{Message, Role, Trajectory};
 /// `record` with evidence quotes added before its lookups, and with `quote_names` the clauses naming its
 /// called tools (see the module documentation).
 pub fn quote_evidence(mut record: Trajectory, quote_names: bool) -> Trajectory {
-    let Some(prompt) = record
-        .messages
-        .first()
-        .filter(|m| matches!(m.role, Role::System | Role::Developer))
-        .map(Message::text_content)
-    else {
+    let Some(prompt) = record.system_prompt() else {
         return record;
     };
     // The viewer's lines are those before the turn; later user messages are hook feedback.
@@ -80,10 +75,11 @@ pub fn quote_evidence(mut record: Trajectory, quote_names: bool) -> Trajectory {
             .join("\n");
         let stated = stated_arguments(message, &prompt);
         let mut names: Vec<&str> = Vec::new();
-        for call in message.tool_calls.iter().filter(|_| quote_names) {
-            if let Some(q) = name_clause(&prompt, &call.function.name) {
-                if !names.contains(&q) {
-                    names.push(q);
+        if quote_names {
+            for call in &message.tool_calls {
+                match name_clause(&prompt, &call.function.name) {
+                    Some(q) if !names.contains(&q) => names.push(q),
+                    _ => {}
                 }
             }
         }

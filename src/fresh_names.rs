@@ -19,20 +19,18 @@ use anyhow::{Context, Result};
 use crate::fresh_ids::visit_strings;
 use crate::hsa::config::Pool;
 use crate::hsa::naming::tool_name;
-use crate::record::{Role, Trajectory};
+use crate::record::Trajectory;
 use crate::rng::Rng;
 
 /// The chance that a drawn name's verb is coined (`tavomi`) rather than taken from the train bank.
 const COINED_VERBS: f64 = 0.5;
 
+/// How many names are drawn for one tool before the record is refused.
+const DRAWS: usize = 100;
+
 /// The tools the prompt names in backticks, in order of first mention.
 pub fn prompt_named_tools(record: &Trajectory) -> Vec<String> {
-    let Some(prompt) = record
-        .messages
-        .first()
-        .filter(|m| matches!(m.role, Role::System | Role::Developer))
-        .map(|m| m.text_content())
-    else {
+    let Some(prompt) = record.system_prompt() else {
         return Vec::new();
     };
     let mut named: Vec<String> = Vec::new();
@@ -72,12 +70,14 @@ pub fn rename_prompt_tools(record: Trajectory, seed: u64, share: f64) -> Result<
     let id = record.id.clone();
     let mut value = serde_json::to_value(record)?;
     for (canonical, old) in renames {
-        let new = loop {
-            let name = tool_name(&canonical, Pool::Train, COINED_VERBS, &mut rng);
-            if !taken.contains(&name) && !name.contains(&old) {
-                break name;
-            }
-        };
+        // A name no other tool has and that does not hold the old one (so no trace of the old name
+        // is left); an old name that every draw holds (`a`) makes the record an error.
+        let new = (0..DRAWS)
+            .map(|_| tool_name(&canonical, Pool::Train, COINED_VERBS, &mut rng))
+            .find(|name| !taken.contains(name) && !name.contains(&old))
+            .with_context(|| {
+                format!("record {id}: no name in {DRAWS} draws for tool {old:?} that differs from it and the record's other tools")
+            })?;
         visit_strings(&mut value, &mut |s| {
             if s.contains(&old) {
                 *s = s.replace(&old, &new);

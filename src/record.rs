@@ -61,6 +61,15 @@ impl Trajectory {
         Some(self)
     }
 
+    /// The text of the system prompt: the first message, when it is a system or developer message
+    /// (later ones are hook feedback).
+    pub fn system_prompt(&self) -> Option<String> {
+        self.messages
+            .first()
+            .filter(|m| matches!(m.role, Role::System | Role::Developer))
+            .map(Message::text_content)
+    }
+
     /// The conversation without its tools and its system prompt — except the prompt's sections whose
     /// `#` heading contains one of `keep` (the room state, say) — as a record of its own (id suffixed
     /// `#dialogue`; judge scores dropped, they judged the episode under its harness).
